@@ -289,3 +289,16 @@ def test_a_cluster_count_swept_over_a_range_in_floats_names_the_float(tmp_path, 
     assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: axes: {field}: {field} takes integers, and a range with {given[0]} {given[1]!r} counts "
         f"in floats; write from, to and step as integers (e.g. {{from: 1, to: 8, step: 1}})"]
+
+
+@pytest.mark.parametrize(("constraint", "said"), [
+    ("tp ** 5000 > 1", "a power beyond 2**1024"),
+    ("round(tp, -5000) == 0", "round() takes at most 400 digits"),
+    ("1.5 ** 10000 > 1", "a number beyond 2**1024 (about 1.8e308)")])
+def test_a_constraint_past_the_number_limit_says_so_without_pythons_words(tmp_path, capsys, constraint, said):
+    # before: "(ExpressionLimit: a power beyond 2**1024)", an internal class's name, and
+    # "(OverflowError: (34, 'Numerical result out of range'))", C's errno as a tuple
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=[constraint])
+    err = error_lines(capsys, ["sweep", sweep, "--list"])
+    assert err == [f"error: {sweep}: constraints: '{constraint}' cannot be evaluated ({said}); keep its numbers "
+                   f"within 2**1024 (smaller exponents or units)"], err

@@ -159,6 +159,16 @@ def _check_tree(tree: ast.AST, text: str, where: str) -> None:
                              f"arithmetic, comparisons, and/or/not, if/else and {', '.join(_FUNCTIONS)}")
 
 
+def _why(exc: Exception) -> str:
+    """Why an evaluation failed, in parentheses: past the number bound (ours, or a float's
+    overflow, whose text is C's errno tuple) in the expression's terms and with the fix;
+    else Python's words."""
+    if isinstance(exc, ExpressionLimit | OverflowError):
+        what = str(exc) if isinstance(exc, ExpressionLimit) else f"a number beyond 2**{MAX_BITS} (about 1.8e308)"
+        return f"({what}); keep its numbers within 2**{MAX_BITS} (smaller exponents or units)"
+    return f"({type(exc).__name__}: {exc})"
+
+
 @dataclass(frozen=True)
 class Expression:
     text: str
@@ -181,7 +191,7 @@ class Expression:
                        f"args or on an axis" if unset[0] in flag_names() else "null; compare it with == or != only, e.g. == null")
                 raise InputError(f"{where}: '{self.text}' cannot be evaluated: {unset[0]} has no value at this point "
                                  f"({why})") from None
-            raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
+            raise InputError(f"{where}: '{self.text}' cannot be evaluated {_why(exc)}") \
                 from (exc if isinstance(exc, ArithmeticError) else None)
 
     def value(self, values: dict[str, Any], where: str, measured: bool = False) -> Any:
