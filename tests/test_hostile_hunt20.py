@@ -10,9 +10,10 @@ import pytest
 import simpy
 import yaml
 
+from simpy_astra.cli.main import main
 from simpy_astra.simulation import Simulation
 from tests.scenario_files import DEFAULT as DEFAULT_DOC
-from tests.scenario_files import SCENARIOS, error_lines, megatron_scenario, write_yaml
+from tests.scenario_files import SCENARIOS, error_lines, megatron_scenario, megatron_sweep, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.yaml")
@@ -225,3 +226,79 @@ def test_an_npu_waiting_for_its_jobs_start_is_not_exposed_communication(tmp_path
     a, b = reports[0], reports[1]
     assert b.finished_cycles - 10**9 == a.finished_cycles
     assert b.exposed_comm_cycles == a.exposed_comm_cycles == a.finished_cycles - a.times["GPU"]
+
+
+def test_the_largest_cluster_a_run_states_is_one_a_megatron_job_is_not_refused_for(tmp_path, capsys):
+    # before: cluster.gpus past the cluster's bound said "largest cluster a run builds
+    # (1,048,576 GPUs)", and a Megatron job on 1,048,576 GPUs was then refused above 262,144
+    import re
+
+    too_many = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=2**30), "--quiet"])
+    stated = int(re.search(r"\(([\d,]+) GPUs", too_many[0]).group(1).replace(",", ""))
+    at_bound = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=stated, name="b.yaml"), "--quiet"])
+    assert len(at_bound) == 1 and "more than this simulator builds" not in at_bound[0], at_bound
+    past = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=stated + 8, name="c.yaml"), "--quiet"])
+    assert len(past) == 1 and f"({stated:,} GPUs" in past[0], past
+
+
+TP_AXIS = {"workload.args.tensor-model-parallel-size": {"values": [1, 2], "as": "tp"}}
+
+
+@pytest.mark.parametrize("nested", ["-" * 1990 + "tp == 1", "tp" + "+tp" * 450 + " > 1"])
+def test_a_constraint_nested_past_the_evaluators_stack_names_it_and_the_fix(tmp_path, capsys, nested):
+    # before: "... cannot be evaluated (RecursionError: maximum recursion depth exceeded)",
+    # told only once the sweep's points were expanded, naming Python's stack, not the fix
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=[nested])
+    err = error_lines(capsys, ["sweep", sweep, "--list"])
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: constraints[0]: '{nested[:10]}"), err
+    assert "' nests 4" in err[0] or "' nests 1,9" in err[0]
+    assert "levels deep (at most 200)" in err[0] and "RecursionError" not in err[0]
+    assert "split a test into several constraints" in err[0]
+    assert len(err[0]) < 400
+
+
+def test_a_constraint_nested_to_the_bound_still_selects(tmp_path, capsys):
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=["-" * 198 + "tp == 1"])
+    assert main(["sweep", sweep, "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "tp=1" in listed.replace(" ", "") and "tp=2" not in listed.replace(" ", ""), listed
+
+
+@pytest.mark.parametrize("jobs", [False, True])
+def test_a_cost_price_for_a_tier_no_dimension_has_is_warned_of(tmp_path, jobs):
+    # before: a one-dimensional ring sits on the package tier, and cost.link.pod priced
+    # nothing without a word (the total stayed ASTRA-sim's default price of the package);
+    # a price written as one number sets every tier and is not warned of; jobs share the network
+    block = {"link": {"pod": 10.0, "package": 5.0}, "switch": 20.0}
+    doc = yaml.safe_load(TWO_JOBS.read_text()) if jobs else default_with()
+    doc["cost"] = block
+    path = write_yaml(tmp_path, doc)
+    said = [w for w in Simulation.from_scenario(path).warnings if "cost." in w]
+    assert said == [f"{path}: cost.link.pod prices the pod tier, which no dimension of the network is on "
+                    f"(its tiers: package), so it is unused; name it in cost.tiers or remove it"], said
+
+
+@pytest.mark.parametrize(("field", "axis"), [("cluster.gpus", {"from": 8, "to": 64.0, "step": 8}),
+                                             ("cluster.gpus_per_node", {"from": 4, "to": 8, "step": 4.0}),
+                                             ("cluster.gpu.sms", {"from": 100.0, "to": 132, "step": 16})])
+def test_a_cluster_count_swept_over_a_range_in_floats_names_the_float(tmp_path, capsys, field, axis):
+    # before: "axes: cluster.gpus: must be a positive integer (got 8.0); write 8", when 8 was
+    # written: the range counted in floats because of its to: 64.0, as a Megatron flag's is told
+    sweep = megatron_sweep(tmp_path, {field: axis})
+    given = next((k, v) for k, v in axis.items() if isinstance(v, float))
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: {field}: {field} takes integers, and a range with {given[0]} {given[1]!r} counts "
+        f"in floats; write from, to and step as integers (e.g. {{from: 1, to: 8, step: 1}})"]
+
+
+@pytest.mark.parametrize(("constraint", "said"), [
+    ("tp ** 5000 > 1", "a power beyond 2**1024"),
+    ("round(tp, -5000) == 0", "round() takes at most 400 digits"),
+    ("1.5 ** 10000 > 1", "a number beyond 2**1024 (about 1.8e308)")])
+def test_a_constraint_past_the_number_limit_says_so_without_pythons_words(tmp_path, capsys, constraint, said):
+    # before: "(ExpressionLimit: a power beyond 2**1024)", an internal class's name, and
+    # "(OverflowError: (34, 'Numerical result out of range'))", C's errno as a tuple
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=[constraint])
+    err = error_lines(capsys, ["sweep", sweep, "--list"])
+    assert err == [f"error: {sweep}: constraints: '{constraint}' cannot be evaluated ({said}); keep its numbers "
+                   f"within 2**1024 (smaller exponents or units)"], err

@@ -48,20 +48,20 @@ def test_a_folder_output_beside_a_file_output_runs(tmp_path, capsys, monkeypatch
 
 
 def test_a_microbenchmark_on_more_gpus_than_trace_files_blames_the_cluster(tmp_path, capsys):
-    # 1,048,576 GPUs (the largest cluster a run builds) for a microbenchmark, which writes one
+    # 262,144 GPUs (the largest cluster a run builds) for a microbenchmark, which writes one
     # trace a GPU and at most 65,536: the error blamed "workload.num_npus", a field the
     # scenario leaves out (the count is the cluster's), and said to lower "the parallelism"
     path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576},
-                                "cluster": {"preset": "dgx-h100", "gpus": 1048576}})
+                                "cluster": {"preset": "dgx-h100", "gpus": 262144}})
     err = error_lines(capsys, ["run", str(path), "--quiet"])
-    assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.gpus: 1,048,576 GPUs would write"), err
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.gpus: 262,144 GPUs would write"), err
     assert "at most 65,536" in err[0] and "num_npus" not in err[0]
 
 
 def test_a_microbenchmark_with_its_own_npu_count_past_the_files_names_it(tmp_path, capsys):
     path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576,
                                              "num_npus": 1048576},
-                                "cluster": {"preset": "dgx-h100", "gpus": 1048576}})
+                                "cluster": {"preset": "dgx-h100", "gpus": 262144}})
     assert main(["run", str(path), "--quiet"]) == 2
     assert f"error: {path}: workload.num_npus: 1048576 NPUs would write" in capsys.readouterr().err
 

@@ -263,8 +263,12 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
     "attention_efficiency": (0, 1, "a fraction of the tensor-core peak a fused attention kernel sustains"),
 }
-#: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
-MAX_GPUS = 1 << 20
+#: the most GPUs a cluster may have (2^18), the largest any workload builds: a Megatron job's
+#: rank layout and communicator groups hold a few entries per GPU, and per-GPU tables of a
+#: larger run outgrow a machine's memory; one bound, so a count this states is not then refused
+MAX_GPUS = 1 << 18
+#: the cluster fields that count things, which take whole numbers (``gpu.sms``: a GPU's field)
+INTEGER_FIELDS = ("gpus", "gpus_per_node", "nodes_per_leaf", "gpu.sms")
 #: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
 #: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later

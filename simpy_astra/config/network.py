@@ -435,11 +435,12 @@ def _model_example(key: str, raw: dict) -> str:
 def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     """``net`` with a ``cost:`` block laid over the one it has; errors name ``src``."""
     try:
-        prices = CostPrices.parse(block).over(net.cost)
-        tiers_for(net, prices)
+        given = CostPrices.parse(block)
+        prices = given.over(net.cost)
+        unused = given.unused(block, tiers_for(net, prices), src)
     except CostSpecError as exc:
         raise InputError.at(src, exc.field, exc.problem) from None
-    return dataclasses.replace(net, cost=prices)
+    return dataclasses.replace(net, cost=prices, warnings=(*net.warnings, *unused))
 
 
 def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any] | None = None,

@@ -567,14 +567,14 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
     if doc.get("fold_symmetry") is True:  # asked for in words, and dropped with a note --quiet hid
         raise InputError(f"{path}: field 'fold_symmetry': a scenario with jobs: runs unfolded (each job's ranks are "
                          f"placed apart, so no symmetry is known); remove it")
+    if doc.get("cost") is not None:  # before the warnings: a price no tier reads is one
+        net = with_cost(net, doc["cost"], path)
     warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]
     memory.check_total_npus(net.total_npus)
     jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,
                      lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)
     for job in jobs:
         job.system.check_npu_groups(net.total_npus)
-    if doc.get("cost") is not None:
-        net = with_cost(net, doc["cost"], path)
     return SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
                             remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
                             jobs=jobs, fold_symmetry=doc.get("fold_symmetry"))

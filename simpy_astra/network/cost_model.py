@@ -132,6 +132,13 @@ class CostPrices:
         merged.update({(k, t): p for k, t, p in self.prices})
         return CostPrices(self.tiers or base.tiers, tuple((k, t, p) for (k, t), p in merged.items()))
 
+    def unused(self, block: Any, tiers: tuple[str, ...], where: str) -> list[str]:
+        """One warning per price ``block`` (the mapping this was parsed from) gives a tier none of
+        ``tiers`` is: nothing would read it. A number for every tier is not warned of."""
+        return [f"{where}: cost.{kind}.{tier} prices the {tier} tier, which no dimension of the network is on "
+                f"(its tiers: {', '.join(tiers)}), so it is unused; name it in cost.tiers or remove it"
+                for kind in KINDS if isinstance(block.get(kind), dict) for tier in block[kind] if tier not in tiers]
+
     def price(self, kind: str, tier: str) -> float | None:
         for k, t, p in self.prices:
             if k == kind and t == tier:

@@ -25,6 +25,9 @@ from simpy_astra.errors import InputError
 
 MAX_BITS = 1024  # integers beyond 2**1024 (also the float range) are refused
 MAX_TEXT = 2000  # characters of one expression
+#: the deepest an expression may nest: its evaluator recurses about twice a level and runs out
+#: of Python's stack (1,000 frames) near 500; Python's own parser stops at 200 parentheses
+MAX_DEPTH = 200
 MAX_ROUND_DIGITS = 400
 
 
@@ -117,6 +120,25 @@ _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast
             ast.Name, ast.Constant, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 
 
+def _depth(tree: ast.AST) -> int:
+    """How deep ``tree``'s expressions nest, counted without recursing (a deep tree is the case)."""
+    deepest, todo = 0, [(tree, 0)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
+    return deepest
+
+
+def _check_depth(tree: ast.AST, text: str, where: str) -> None:
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        shown = text if len(text) <= 60 else f"{text[:40]}... ({len(text):,} characters)"
+        raise InputError(f"{where}: '{shown}' nests {depth:,} levels deep (at most {MAX_DEPTH}); write it "
+                         f"with fewer nested operations (a doubled - or not cancels, like terms add up to one "
+                         f"product), or split a test into several constraints, which must all hold")
+
+
 def _check_tree(tree: ast.AST, text: str, where: str) -> None:
     """Refuse what the evaluator would only refuse (or choke on) once points have run."""
     for node in ast.walk(tree):
@@ -135,6 +157,16 @@ def _check_tree(tree: ast.AST, text: str, where: str) -> None:
         if what:
             raise InputError(f"{where}: '{text}' uses {what}, which is not allowed; use numbers, names, "
                              f"arithmetic, comparisons, and/or/not, if/else and {', '.join(_FUNCTIONS)}")
+
+
+def _why(exc: Exception) -> str:
+    """Why an evaluation failed, in parentheses: past the number bound (ours, or a float's
+    overflow, whose text is C's errno tuple) in the expression's terms and with the fix;
+    else Python's words."""
+    if isinstance(exc, ExpressionLimit | OverflowError):
+        what = str(exc) if isinstance(exc, ExpressionLimit) else f"a number beyond 2**{MAX_BITS} (about 1.8e308)"
+        return f"({what}); keep its numbers within 2**{MAX_BITS} (smaller exponents or units)"
+    return f"({type(exc).__name__}: {exc})"
 
 
 @dataclass(frozen=True)
@@ -159,7 +191,7 @@ class Expression:
                        f"args or on an axis" if unset[0] in flag_names() else "null; compare it with == or != only, e.g. == null")
                 raise InputError(f"{where}: '{self.text}' cannot be evaluated: {unset[0]} has no value at this point "
                                  f"({why})") from None
-            raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
+            raise InputError(f"{where}: '{self.text}' cannot be evaluated {_why(exc)}") \
                 from (exc if isinstance(exc, ArithmeticError) else None)
 
     def value(self, values: dict[str, Any], where: str, measured: bool = False) -> Any:
@@ -326,6 +358,7 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
         hint = ("; compare with '==', not '='" if re.search(r"(?<![=!<>])=(?!=)", text) else "")
         raise InputError(f"{where}: '{text}' is not a valid expression "
                          f"({getattr(exc, 'msg', None) or type(exc).__name__}){hint}") from None
+    _check_depth(tree, text, where)
     written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     # an axis's string value 'null' written bare would read as no value: told to quote it
     _refuse_unquoted_values(tree, text, where, written & set(YAML_WORDS) & set(words or {}), words or {})

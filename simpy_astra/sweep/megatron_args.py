@@ -18,6 +18,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
+from simpy_astra.sweep.integer_ranges import refuse_a_range_in_floats
 from simpy_astra.workloads.megatron import command_line
 from simpy_astra.workloads.megatron.argparser import int_flag_fix
 from simpy_astra.workloads.megatron.arguments import (
@@ -99,11 +100,8 @@ def check_integers(dotted: str, raw: Any, where: str) -> None:
     if not is_args_path(dotted):
         return
     flag = flag_of(dotted)
-    if isinstance(raw, dict) and "from" in raw and _takes_integers(flag):  # a range counts in its numbers' kind
-        given = next(((k, raw[k]) for k in ("from", "to", "step") if isinstance(raw.get(k), float)), None)
-        if given is not None:
-            raise InputError(f"{where}: {flag} takes integers, and a range with {given[0]} {given[1]!r} counts in "
-                             f"floats; write from, to and step as integers (e.g. {{from: 1, to: 8, step: 1}})")
+    if _takes_integers(flag):  # a range counts in its numbers' kind
+        refuse_a_range_in_floats(raw, flag, where)
     values = raw.get("values") if isinstance(raw, dict) else raw
     for value in values if isinstance(values, list) else [values]:
         _float_for_integers(flag, value, where)

@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import Any
 
-from simpy_astra.config.cluster import OLD_KEYS, check_field
+from simpy_astra.config.cluster import INTEGER_FIELDS, OLD_KEYS, check_field
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axes import (
@@ -19,6 +19,7 @@ from simpy_astra.sweep.axes import (
     unique_with_repeats,
 )
 from simpy_astra.sweep.axis_paths import check_axis_path
+from simpy_astra.sweep.integer_ranges import refuse_a_range_in_floats
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_integers,
@@ -42,6 +43,8 @@ def read_axes(path: str, raw_axes: Any, warnings: list[str]) -> tuple[list[Axis]
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
     for col, raw in raw_axes.items():  # as written: 2.0 beside 2 would count as 2 and vanish
         check_integers(str(col), raw, f"{path}: axes: {col}")
+        if str(col).startswith("cluster.") and _field_of(str(col)).removeprefix("cluster.") in INTEGER_FIELDS:
+            refuse_a_range_in_floats(raw, str(col), f"{path}: axes: {col}")
     axes = _short_names([_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}"))
                          for col, raw in raw_axes.items()], list(raw_axes.values()))
     warnings += [f"axes: {a.column}: {said} are one value, which runs once; give each value once" for a in axes
