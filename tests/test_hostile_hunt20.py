@@ -302,3 +302,22 @@ def test_a_constraint_past_the_number_limit_says_so_without_pythons_words(tmp_pa
     err = error_lines(capsys, ["sweep", sweep, "--list"])
     assert err == [f"error: {sweep}: constraints: '{constraint}' cannot be evaluated ({said}); keep its numbers "
                    f"within 2**1024 (smaller exponents or units)"], err
+
+
+def test_long_job_names_sharing_links_fold_within_80_columns(tmp_path, capsys):
+    # the busiest links' 'bytes by job' listed every job on a link on one line: two jobs of
+    # 30-letter names made it 101 columns in a pipe; the names now fold in their column
+    doc = yaml.safe_load((SCENARIOS / "two_llm_jobs_fat_tree.yaml").read_text())
+    names = ["llama-7b-data-parallel-job-one", "gpt-small-tensor-parallel-job-two"]
+    for job, name in zip(doc["jobs"], names, strict=True):
+        job["name"] = name
+    for part in (doc, *doc["jobs"]):
+        for key in ("workload", "system", "network"):
+            if isinstance(part.get(key), str):
+                part[key] = str(SCENARIOS / part[key])
+    assert main(["run", write_yaml(tmp_path, doc)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert max(len(line) for line in err) <= 80, max(err, key=len)
+    start = err.index("busiest links (continued)")
+    shown = " ".join(" ".join(err[start:start + 4]).split())
+    assert f"{names[0]} 694,157,312, {names[1]} 694,157,312" in shown, shown

@@ -342,7 +342,10 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
                   [(f"{s.src} -> {s.dst}", f"{s.bytes:,}", f"{s.busy_ns:,}", f"{100 * s.busy_ns / end:.1f}%",
                     *((f"{s.max_queue_bytes:,}", f"{s.stall_ns:,}") if packet else ()),
                     *((_job_bytes(link_jobs.get((s.src, s.dst), {})),) if by_job else ()))
-                   for s in links[:5]])
+                   for s in links[:5]],
+                  # the jobs' names and bytes fold within the line: each job on a link widened it
+                  align=("left", "right", "right", "right", *(("right", "right") if packet else ()),
+                         *(("left",) if by_job else ())))
     if cost is not None:
         print_cost(cost, out)
 
@@ -357,7 +360,8 @@ def print_jobs(jobs: list, out: Output) -> None:
     out.table("jobs", ("job", "NPUs", "start (ns)", "finished (ns)", "exposed comm (ns)")
               + (("alone (ns)", "slowdown") if alone else ()),
               [(j.name, _npu_list(j.npus), f"{j.start_ns:,}", f"{j.finished_cycles:,}", f"{j.exposed_comm_cycles:,}",
-                *((f"{j.alone_cycles:,}", f"{j.slowdown:.3f}x") if alone else ())) for j in jobs])
+                *((f"{j.alone_cycles:,}", f"{j.slowdown:.3f}x") if alone else ())) for j in jobs],
+              align=("left", "left", "right", "right", "right", *(("right", "right") if alone else ())))
 
 
 def _npu_list(npus: Sequence[int]) -> str:
