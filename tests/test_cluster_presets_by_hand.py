@@ -90,11 +90,12 @@ def _own_preset(tmp_path) -> str:
 def test_a_users_preset_file_prices_pairs_and_groups_from_its_own_numbers(tmp_path):
     """16 GPUs of the copy: 4 nodes of 4. Pairs: in a node 2 x 3,000 + S / 107.4 GB/s; across,
     a rail of 800 / 8 / 4 x 0.9 = 22.5 GB/s (PXN: + 2 x 3,000 ns between rails). The forced
-    all-reduces of 1 GiB (NCCL's Simple constants; the copy keeps the A100 fits: latency x 1.6087,
-    19.93 us a call, the ring's share 1.0116):
+    all-reduces of 1 GiB (NCCL's Simple constants; the copy keeps the A100 fits: the ring's
+    latency x 1.6087, 19.93 us a call, the ring's share 1.0116):
     ring: 1.4 x (8.4 + (30 - 6) x 3.4 + 6 x 14) us, bandwidth 30/16 of the buffer over
-    min(107.4, 4 NICs x 22.5 = 90) x 1.0116 GB/s; tree: 8.4 + 2 (3 x 4.0 + 2 x 14) us,
-    0.46 x min(107.4, 4 x 22.5 once: past two nodes a node is interior) GB/s."""
+    min(107.4, 4 NICs x 22.5 = 90) x 1.0116 GB/s; tree: 8.4 + 2 (3 x 4.0 + 2 x 14) us, NCCL's
+    own (the fill is the ring's: nccl_latency_scale_algo), 0.46 x min(107.4, 4 x 22.5 once:
+    past two nodes a node is interior) GB/s."""
     node = {"gpus": 4, "nvlink_gib_s": 100, "nvlink_latency_ns": 3000, "inter_node_gbps": 800,
             "inter_node_efficiency": 0.9, "inter_node_latency_ns": 4000}
     cluster = {"preset": _own_preset(tmp_path), "gpus": 16}
@@ -106,7 +107,7 @@ def test_a_users_preset_file_prices_pairs_and_groups_from_its_own_numbers(tmp_pa
     assert _run_ns(tmp_path, _microbench("send_recv", GIB, cluster, src=1, dst=4)) == pytest.approx(
         14_000 + GIB / 22.5, rel=0.01)
     ring_us = 19.93 + 1.4 * (8.4 + 24 * 3.4 + 6 * 14) * 1.6087 + GIB * 30 / 16 / (90 * 1.0116 * 1e3)
-    tree_us = 19.93 + (8.4 + 2 * (3 * 4.0 + 2 * 14)) * 1.6087 + GIB / (0.46 * 90 * 1e3)
+    tree_us = 19.93 + (8.4 + 2 * (3 * 4.0 + 2 * 14)) + GIB / (0.46 * 90 * 1e3)
     for algo, by_hand_us in (("ring", ring_us), ("tree", tree_us)):
         took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {**cluster, "nccl_algo": algo}))
         assert took == pytest.approx(1000 * by_hand_us, rel=0.005), algo
@@ -266,9 +267,10 @@ def test_message_backends_on_a100_40gb_pay_what_the_docs_say(tmp_path, backend, 
     # 3.4 + 62 x 14) = 3,359 us + 11,378 = 14,738; LL128's latency is NCCL's own (the fitted
     # scale is Simple's)
     (32, "ring", 19.93 + 14 + 448 * 1.9 + 62 * 4.0 + GIB * 510 / 256 / (0.92 * 188 * 1.0116e3)),
-    # tree: 8.4 + 2 (7 x 4.0 + log2(m) x 14) us, 0.46 x min(231.7, 188: past two nodes once)
-    (8, "tree", 19.93 + (8.4 + 2 * (7 * 4.0 + 3 * 14)) * 1.6087 + GIB / (0.46 * 188e3)),
-    (32, "tree", 19.93 + (8.4 + 2 * (7 * 4.0 + 5 * 14)) * 1.6087 + GIB / (0.46 * 188e3)),
+    # tree: 8.4 + 2 (7 x 4.0 + log2(m) x 14) us, NCCL's own (the preset's fill is the ring's:
+    # nccl_latency_scale_algo), 0.46 x min(231.7, 188: past two nodes once)
+    (8, "tree", 19.93 + (8.4 + 2 * (7 * 4.0 + 3 * 14)) + GIB / (0.46 * 188e3)),
+    (32, "tree", 19.93 + (8.4 + 2 * (7 * 4.0 + 5 * 14)) + GIB / (0.46 * 188e3)),
 ])
 def test_a100_40gb_forced_all_reduce_on_8_and_32_nodes(tmp_path, nodes, algo, by_hand_us):
     """1 GiB over every GPU, the algorithm forced."""

@@ -118,13 +118,15 @@ def test_ll_and_ll128_as_the_dgx_runs_them():
 def test_a100_presets_carry_what_calibrate_fits_on_their_log(preset):
     """The A100 presets' NCCL figures are ``calibrate --nccl-algo ring:268435456``'s on the
     DGX A100 log, as their comments say: the call's fixed cost, Simple's latency scale, the
-    ring's share of NVLink and LL's and LL128's factors in a node."""
+    ring's share of NVLink and LL's and LL128's factors in a node; the scale kept to the one
+    algorithm the fit ran (``nccl_latency_scale_algo``), the log showing no other."""
     from simpy_astra.config.cluster import load_cluster
 
     node = load_cluster({"preset": preset, "gpus": 8}, "cluster").node
     report = _fit("dgx-a100-superbench")
     assert node["nccl_launch_us"] == report["launch_us"]
     assert node["nccl_latency_scale"] == report["latency_scale"]["ring"]
+    assert [node["nccl_latency_scale_algo"]] == list(report["latency_scale"]) == ["ring"]
     assert node["nccl_ring_efficiency"] == report["efficiency"]["ring"]
     assert node["nccl_node_ll_bandwidth_scale"] == report["protocols"]["ring LL in a node"]["bandwidth"]
     assert node["nccl_node_ll128_bandwidth_scale"] == report["protocols"]["ring LL128 in a node"]["bandwidth"]
