@@ -36,8 +36,8 @@ from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
-from simpy_astra.running.cosim import CoSimulation, check_paths, checked_path
-from simpy_astra.running.input_checks import check_et_count, start_warnings
+from simpy_astra.running.cosim import CoSimulation
+from simpy_astra.running.input_checks import check_et_count, check_paths, checked_path, start_warnings
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
 

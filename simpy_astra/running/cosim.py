@@ -5,7 +5,6 @@ from its wiring so that the public surface reads in one place."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -137,21 +136,3 @@ class CoSimulation:
     def fail_switch(self, device: Any) -> None:
         """Fail switch ``device`` for good, now (:meth:`fail_device`)."""
         self.fail_device(device)
-
-
-def check_paths(method: str, **paths: Any) -> None:
-    """Refuse a path argument of ``Simulation.method`` that is no path, naming it: None was read
-    as an empty path, 3 and b"..." failed inside pathlib, naming no argument. (None for
-    ``comm_groups`` is no groups, as "empty" is.)"""
-    for name, path in paths.items():
-        if path is None and name == "comm_groups":
-            continue
-        if not isinstance(path, str | os.PathLike) or isinstance(os.fspath(path), bytes):
-            raise TypeError(f"Simulation.{method}({name}=...): expected a file path, a str or os.PathLike "
-                            f"(got {path!r})")
-
-
-def checked_path(method: str, path: Any) -> Any:
-    """``path``, the one path argument of ``Simulation.method``, once :func:`check_paths` took it."""
-    check_paths(method, path=path)
-    return path

@@ -206,3 +206,21 @@ def _workload_name(npu) -> str:
 
     generated = cache_entry_name(npu.source)
     return f"the workload ({generated})" if generated else npu.source
+
+
+def check_paths(method: str, **paths: Any) -> None:
+    """Refuse a path argument of ``Simulation.method`` that is no path, naming it: None was read
+    as an empty path, 3 and b"..." failed inside pathlib, naming no argument. (None for
+    ``comm_groups`` is no groups, as "empty" is.)"""
+    for name, path in paths.items():
+        if path is None and name == "comm_groups":
+            continue
+        if not isinstance(path, str | os.PathLike) or isinstance(os.fspath(path), bytes):
+            raise TypeError(f"Simulation.{method}({name}=...): expected a file path, a str or os.PathLike "
+                            f"(got {path!r})")
+
+
+def checked_path(method: str, path: Any) -> Any:
+    """``path``, the one path argument of ``Simulation.method``, once :func:`check_paths` took it."""
+    check_paths(method, path=path)
+    return path
