@@ -57,11 +57,19 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
         family(a, gpus, others, where)
 
 
-def check_hardware(fp8: bool, gpu: Gpu, where: str) -> None:
+def check_hardware(fp8: bool, gpu: Gpu, where: str, grouped_gemm: bool = False) -> None:
+    """Rules on the GPU the job runs on: FP8 needs FP8 units; ``--moe-grouped-gemm`` an Ampere
+    or newer GPU, known by its name (a name of no known generation is not refused)."""
+    from simpy_astra.config.cluster import gpu_generation  # (config.cluster imports this package)
     if fp8 and not gpu.fp8_tflops:
         refuse(where, "fp8 needs fp8 hardware",
                f"--fp8-format needs a GPU with FP8 tensor cores (Hopper or newer); the preset's {gpu.name} has "
                f"none (gpu.fp8_tflops is 0): Transformer Engine refuses FP8 on it")
+    if grouped_gemm and gpu_generation(gpu.name) == "volta":
+        refuse(where, "grouped GEMM needs compute capability 8",
+               f"--moe-grouped-gemm on {gpu.name}, a GPU of compute capability under 8.0 (Megatron: Unsupported "
+               f"compute capability for GroupedGEMM kernels.); run on an Ampere or newer GPU, or remove "
+               f"--moe-grouped-gemm")
 
 
 def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where: str,

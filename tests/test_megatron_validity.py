@@ -1,0 +1,36 @@
+"""Megatron-LM's validity rules that the front end lacked (issue 48, item 6), one test a
+rule: a command line Megatron-LM refuses is refused with its reason, and where Megatron
+takes an argument and changes or ignores it, the step runs as Megatron runs it and says so.
+Each rule's source is named in its test; the valid neighbour of each refused line still runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.workloads.megatron.generator import job_and_gpu
+
+BASE = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 --bf16"
+WHERE = "s.yaml: workload"
+
+
+def _gpu(name: str | None = None) -> dict:
+    """The 80 GB A100 preset's GPU, renamed to ``name`` when given."""
+    return load_cluster({"preset": "dgx-a100-80gb", "gpus": 8, **({"gpu": {"name": name}} if name else {})}, "c").gpu
+
+
+def test_grouped_gemm_needs_compute_capability_8():
+    """``validate_args``: ``if args.moe_grouped_gemm: assert torch.cuda.get_device_capability()[0]
+    >= 8, "Unsupported compute capability for GroupedGEMM kernels."``: a V100 (7.0) stops
+    Megatron, an A100 (8.0) runs it, and a GPU of no known generation is not refused."""
+    args = BASE + " --num-experts 4 --moe-grouped-gemm --disable-bias-linear"
+    with pytest.raises(InvalidConfigurationError, match="compute capability") as info:
+        job_and_gpu({"args": args, "gpus": 8, "gpu": _gpu("V100-SXM2-32GB")}, WHERE)
+    assert info.value.rule == "grouped GEMM needs compute capability 8"
+    assert str(info.value).startswith(f"{WHERE}.args: --moe-grouped-gemm on V100-SXM2-32GB")
+    job, _ = job_and_gpu({"args": args, "gpus": 8, "gpu": _gpu()}, WHERE)
+    assert job.moe_grouped_gemm
+    job_and_gpu({"args": args, "gpus": 8, "gpu": _gpu("my-accelerator")}, WHERE)
+    job_and_gpu({"args": BASE + " --num-experts 4 --disable-bias-linear", "gpus": 8,
+                 "gpu": _gpu("V100-SXM2-32GB")}, WHERE)  # experts one after another: any GPU
