@@ -9,6 +9,7 @@ import pytest
 
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.generator import job_and_gpu
 
 BASE = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 --bf16"
@@ -34,3 +35,17 @@ def test_grouped_gemm_needs_compute_capability_8():
     job_and_gpu({"args": args, "gpus": 8, "gpu": _gpu("my-accelerator")}, WHERE)
     job_and_gpu({"args": BASE + " --num-experts 4 --disable-bias-linear", "gpus": 8,
                  "gpu": _gpu("V100-SXM2-32GB")}, WHERE)  # experts one after another: any GPU
+
+
+def test_attention_backend_is_transformer_engines_and_megatrons_own_layers_ignore_it():
+    """``--attention-backend`` sets Transformer Engine's kernel choice only (``LanguageModule``:
+    ``NVTE_FLASH_ATTN``/``NVTE_FUSED_ATTN``/``NVTE_UNFUSED_ATTN``); with ``--transformer-impl
+    local`` the layer spec's core attention is Megatron's own ``DotProductAttention``, unfused,
+    whatever the flag says: Megatron takes it without a word, the step runs unfused and says so."""
+    local = BASE + " --transformer-impl local"
+    job = parse(local + " --attention-backend flash", 8, WHERE)
+    assert not job.flash_attention and job.flash_attention == parse(local, 8, WHERE).flash_attention
+    assert any("--attention-backend flash changes nothing with Megatron's own layers" in w for w in job.warnings)
+    engine = parse(BASE + " --transformer-impl transformer_engine --attention-backend flash", 8, WHERE)
+    assert engine.flash_attention and not engine.warnings
+    assert not parse(BASE + " --attention-backend unfused", 8, WHERE).flash_attention
