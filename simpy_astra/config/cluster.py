@@ -39,7 +39,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key, read_yaml_file, show_value
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
-from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
+from simpy_astra.engine.nccl_tuning import ALGORITHMS, FORCEABLE, Links
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.infra import files
 from simpy_astra.network.rails import Rails
@@ -269,8 +269,8 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
 MAX_GPUS = 1 << 18
 #: the cluster fields that count things, which take whole numbers (``gpu.sms``: a GPU's field)
 INTEGER_FIELDS = ("gpus", "gpus_per_node", "nodes_per_leaf", "gpu.sms")
-#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
-NCCL_ALGOS = ("ring", "tree", "nvls")
+#: NCCL's algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
+NCCL_ALGOS = FORCEABLE
 #: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
 #: (H20 and H800 are Hopper's export boards, B300 and GB300 Blackwell Ultra's)
 NVLS_GPUS = ("H100", "H200", "H800", "H20", "GH200", "B100", "B200", "GB200", "B300", "GB300")
@@ -460,7 +460,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     for source, scoped in ((f"{path}: node", preset_node), (where, value)):
         if "nccl_latency_scale_algo" in scoped:
             _nccl_algo(scoped["nccl_latency_scale_algo"], f"{source}.nccl_latency_scale_algo", "the algorithm "
-                       "nccl_latency_scale was fitted on", "for every algorithm")
+                       "nccl_latency_scale was fitted on", "for every algorithm", ALGORITHMS)
             node["nccl_latency_scale_algo"] = scoped["nccl_latency_scale_algo"]
     algo = value.get("nccl_algo")
     _nccl_algo(algo, f"{where}.nccl_algo")
@@ -513,7 +513,7 @@ def _refuse_unknown(given: dict, known: list[str], source: str) -> None:
 
 
 #: keys whose absence is a choice of its own, and what leaving one out means
-LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree or NVLS",
+LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree, NVLS or PAT",
             "nvls": "NVLS as the GPU's name implies"}
 
 
@@ -522,7 +522,7 @@ def _no_empty_choice(mapping: dict, written: dict[str, str], where: str) -> None
     while every other cluster field refuses null; a value meant and never typed is told so."""
     for key, meaning in LEFT_OUT.items():
         if key in mapping and mapping[key] is None:
-            values = "ring, tree or nvls" if key == "nccl_algo" else "true or false"
+            values = "ring, tree, nvls or pat" if key == "nccl_algo" else "true or false"
             raise InputError(f"{where}.{written.get(key, key)}: is empty (null); write {values}, or leave "
                              f"the key out for {meaning}")
 
@@ -533,9 +533,10 @@ def _gpu_name(name: Any, where: str) -> None:
                          f"H100 and later; got {name!r})")
 
 
-def _nccl_algo(algo: Any, where: str, what: str = "NCCL_ALGO", absent: str = "for NCCL's choice") -> None:
-    if algo is not None and algo not in NCCL_ALGOS:
-        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} ({what}), or left out {absent} "
+def _nccl_algo(algo: Any, where: str, what: str = "NCCL_ALGO", absent: str = "for NCCL's choice",
+               names: tuple[str, ...] = NCCL_ALGOS) -> None:
+    if algo is not None and algo not in names:
+        raise InputError(f"{where}: must be one of {', '.join(names)} ({what}), or left out {absent} "
                          f"(got {algo!r})")
 
 
@@ -574,7 +575,7 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
     elif len(parts) == 1 and key == "nccl_algo":
         _nccl_algo(value, where)
     elif len(parts) == 1 and key == "nccl_latency_scale_algo":
-        _nccl_algo(value, where, "the algorithm nccl_latency_scale was fitted on", "for every algorithm")
+        _nccl_algo(value, where, "the algorithm nccl_latency_scale was fitted on", "for every algorithm", ALGORITHMS)
     elif len(parts) == 1 and key == "nvls" and not isinstance(value, bool):
         raise InputError(f"{where}: must be true or false (whether the nodes have NVSwitch-3, NCCL's NVLS; got "
                          f"{value!r})")

@@ -71,6 +71,7 @@ from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_algorithm_shares
+from simpy_astra.engine.nccl_tuning import MODEL_ONLY
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.infra import files
 from simpy_astra.infra.sweep_outputs import refuse_sweep_output
@@ -227,7 +228,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster.where, doc["cluster"])] \
         if cluster is not None else []
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
-    if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
+    if cluster is not None and user_network and cluster.nccl_algo in MODEL_ONLY:
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
                          f"with a network of your own collectives are played on it (leave out "
                          f"network, or nccl_algo)")
@@ -269,7 +270,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         # the analytical backend times an all-reduce as NCCL does; the others play its messages
         timed = BACKENDS[chosen].times_nccl
-        if not timed and cluster.nccl_algo in ("tree", "nvls"):
+        if not timed and cluster.nccl_algo in MODEL_ONLY:
             raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} is timed by the "
                              f"{DEFAULT_BACKEND} backend only; the {chosen} backend plays collectives as "
                              f"messages (leave out nccl_algo, or the backend)")
