@@ -49,3 +49,26 @@ def test_attention_backend_is_transformer_engines_and_megatrons_own_layers_ignor
     engine = parse(BASE + " --transformer-impl transformer_engine --attention-backend flash", 8, WHERE)
     assert engine.flash_attention and not engine.warnings
     assert not parse(BASE + " --attention-backend unfused", 8, WHERE).flash_attention
+
+
+@pytest.mark.parametrize("extra,rule,said", [
+    (" --context-parallel-size 2", "legacy models take no context parallelism",
+     "Context parallelism is not supported in legacy models."),
+    (" --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather",
+     "legacy models take no parameter-gather overlap", "--overlap-param-gather only supported with MCore models"),
+    (" --position-embedding-type rope --rotary-interleaved", "legacy models take only their own arguments",
+     "--rotary-interleaved is not supported in legacy models."),
+    (" --decoupled-lr 1e-4", "legacy models take only their own arguments",
+     "--decoupled-lr and --decoupled-min-lr is not supported in legacy models."),
+])
+def test_legacy_models_refuse_what_only_megatron_core_has(extra, rule, said):
+    """``--use-legacy-models`` exists from 2024-05 (9ad1a56f82, Megatron-Core's model made the
+    default) to 2026-05 (39ec5ebeb4, the legacy GPT removed), and every ``validate_args`` of
+    those releases refuses context parallelism, the overlapped parameter gather, interleaved
+    rotary embeddings and decoupled learning rates beside it. Without the flag each line runs."""
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse(BASE + extra + " --use-legacy-models", 8, WHERE)
+    assert info.value.rule == rule and said in str(info.value) and "\n" not in str(info.value)
+    assert str(info.value).startswith(f"{WHERE}: --use-legacy-models with ")
+    parse(BASE + extra, 8, WHERE)
+    parse(BASE + " --use-legacy-models", 8, WHERE)
