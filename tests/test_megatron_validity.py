@@ -72,3 +72,16 @@ def test_legacy_models_refuse_what_only_megatron_core_has(extra, rule, said):
     assert str(info.value).startswith(f"{WHERE}: --use-legacy-models with ")
     parse(BASE + extra, 8, WHERE)
     parse(BASE + " --use-legacy-models", 8, WHERE)
+
+
+def test_model_parallel_size_is_the_tensor_parallel_size_of_before_pipelines():
+    """``--model-parallel-size`` was the tensor-parallel size until Megatron-LM added pipelines
+    (2020-12); every release with ``--tensor-model-parallel-size`` stops on it (``validate_args``:
+    ``assert args.model_parallel_size is None, '--model-parallel-size is no longer valid, use
+    --tensor-model-parallel-size instead'``): both names are refused with that reason."""
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse(BASE + " --model-parallel-size 2 --tensor-model-parallel-size 2", 8, WHERE)
+    assert info.value.rule == "one tensor-parallel name"
+    assert str(info.value) == (f"{WHERE}: --model-parallel-size with --tensor-model-parallel-size: no Megatron-LM "
+                               f"takes both (Megatron, since 2020-12: --model-parallel-size is no longer valid, use "
+                               f"--tensor-model-parallel-size instead); give --tensor-model-parallel-size alone")
