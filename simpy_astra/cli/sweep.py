@@ -271,7 +271,7 @@ def _main(argv: list[str]) -> int:
     from simpy_astra.sweep.store import ResultsStore
 
     if args.plugin:  # here first, so that a module that cannot load is one line before any point
-        from simpy_astra.config.scenario import load_plugins
+        from simpy_astra.config.plugin_modules import load_plugins
 
         load_plugins(args.plugin, "--plugin")
     spec = load_sweep(args.sweep, tuple(args.plugin))
