@@ -214,7 +214,7 @@ def test_a_calibration_range_written_in_floats_is_told_the_range_to_write(tmp_pa
 
 def _preset_copy(tmp_path: Path, old: str, new: str) -> str:
     """A scenario on a copy of the DGX A100 preset with ``old`` replaced by ``new``."""
-    from simpy_astra.config.cluster import PRESET_DIR
+    from simpy_astra.config.cluster_presets import PRESET_DIR
 
     text = (Path(PRESET_DIR) / "dgx-a100-80gb.yaml").read_text()
     assert old in text

@@ -175,7 +175,8 @@ def _run_epilog() -> str:
     """The scenario's fields and the cluster presets (listed from their folder): made only
     when help is shown, as the cluster module is not imported by a run without ``cluster:``."""
     from simpy_astra.config import scenario
-    from simpy_astra.config.cluster import CLUSTER_KEYS, presets
+    from simpy_astra.config.cluster_fields import CLUSTER_KEYS
+    from simpy_astra.config.cluster_presets import presets
 
     cluster = CLUSTER_HELP.format(presets=", ".join(presets()),
                                   keys=", ".join(sorted(CLUSTER_KEYS - {"preset", "gpus"})))

@@ -218,7 +218,8 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
 
 
 def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool]) -> ClusterRead | None:
-    from simpy_astra.config.cluster import OLD_KEYS, load_cluster
+    from simpy_astra.config.cluster import load_cluster
+    from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_share_keys
     from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
