@@ -38,10 +38,13 @@ class AlikePoints:
         #: each cluster (and its scenario's context) -> what its run reads: a sweep's points
         #: share a few, each read once per expansion (an edited preset is read as edited next time)
         self._reads: dict[str, ClusterRead | None] = {}
+        #: each inline system or network (and its injection scale) -> as its loader reads it:
+        #: the points of a sweep share a few, each loaded once per expansion
+        self._blocks: dict[str, tuple[str, int] | None] = {}
 
     def add(self, point: Any) -> None:
         """``point`` (a sweep Point) joins the points unless one of them runs its step."""
-        key = run_key(point.scenario, self._reads)
+        key = run_key(point.scenario, self._reads, self._blocks)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings)
             self.points.append(point)
@@ -79,9 +82,11 @@ class RunKey:
     warnings: int
 
 
-def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None) -> RunKey:
+def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
+            blocks: dict[str, tuple[str, int] | None] | None = None) -> RunKey:
     """The point of ``scenario`` compared by what it runs (by its scenario where that cannot be
-    read: such a point is refused or fails on its own, saying why)."""
+    read: such a point is refused or fails on its own, saying why); ``reads`` and ``blocks``
+    keep each cluster and each inline system or network read, for the next point."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
     job = _job(scenario)
     if job is not None:
@@ -93,27 +98,36 @@ def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | Non
         doc["cluster"] = read.inputs
         warnings += read.warnings
     for key in ("system", "network"):
-        loaded = _astra_block(scenario, key)
+        loaded = _astra_block(scenario, key, {} if blocks is None else blocks)
         if loaded is not None:
             doc[key], ignored = loaded
             warnings += ignored
     return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings)
 
 
-def _astra_block(scenario: dict[str, Any], key: str) -> tuple[str, int] | None:
+def _astra_block(scenario: dict[str, Any], key: str, blocks: dict[str, tuple[str, int] | None]) -> tuple[str, int] | None:
     """An inline ``system`` or ``network`` mapping as its loader reads it (``bandwidth: 50`` as
     ``[50.0]``, a key left out as its ASTRA-sim default), and how many of its keys it warns
     change nothing; None where it is a file, names a plug-in or graph (their code is loaded at
-    the run), or is refused (the point fails on its own, saying why)."""
-    from simpy_astra.config import network_from_mapping, system_from_mapping
-
+    the run), or is refused (the point fails on its own, saying why). ``blocks`` keeps each
+    one loaded: the points of a sweep that share a block load it once."""
     block = scenario.get(key)
     if not isinstance(block, dict) or {"graph", "link-model", "switch-model"} & set(block):
         return None
     scale = scenario.get("injection_scale", 1.0)
+    scale = scale if isinstance(scale, int | float) and key == "system" else 1.0
+    text = json.dumps([key, block, scale], sort_keys=True, default=str)
+    if text not in blocks:
+        blocks[text] = _load_block(key, block, scale)
+    return blocks[text]
+
+
+def _load_block(key: str, block: dict[str, Any], scale: float) -> tuple[str, int] | None:
+    from simpy_astra.config import network_from_mapping, system_from_mapping
+
     try:
         if key == "system":
-            config = system_from_mapping(block, key, scale if isinstance(scale, int | float) else 1.0)
+            config = system_from_mapping(block, key, scale)
             warned = len(config.ignored)
         else:
             config = network_from_mapping(block, key)
