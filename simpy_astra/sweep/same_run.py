@@ -34,7 +34,9 @@ class AlikePoints:
         self.points: list[Any] = []  # the sweep Points kept, in sweep order
         self._at: dict[str, tuple[int, int]] = {}  # run key -> (place in the points, warnings)
         # why -> (the point left out, the place of the one run: named when all are in)
-        self._pairs: dict[str, list[tuple[str, int]]] = {}
+        self._pairs: dict[str, list[tuple[Any, int]]] = {}
+        #: every key added, in sweep order (the points left out too: each has its row)
+        self.order: list[str] = []
         #: each cluster (and its scenario's context) -> what its run reads: a sweep's points
         #: share a few, each read once per expansion (an edited preset is read as edited next time)
         self._reads: dict[str, ClusterRead | None] = {}
@@ -45,6 +47,7 @@ class AlikePoints:
     def add(self, point: Any) -> None:
         """``point`` (a sweep Point) joins the points unless one of them runs its step."""
         key = run_key(point.scenario, self._reads, self._blocks)
+        self.order.append(point.key)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings)
             self.points.append(point)
@@ -54,14 +57,14 @@ class AlikePoints:
         if key.warnings < warned:  # the earlier point's place, the later one's writing
             kept, dropped = point, self.points[at]
             self.points[at], self._at[key.text] = point, (at, key.warnings)
-        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario, self._reads), []).append((dropped.label, at))
+        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario, self._reads), []).append((dropped, at))
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
         made one per point pair: twelve warnings of four lines); the pair itself when one."""
         out = []
         for why, pairs in self._pairs.items():
-            dropped, kept = pairs[0][0], self.points[pairs[0][1]].label
+            dropped, kept = pairs[0][0].label, self.points[pairs[0][1]].label
             if len(pairs) == 1:
                 out.append((f"axes: {dropped} sets the scenario as {kept} does" if not why else
                             f"axes: {dropped} runs the step {kept} runs ({why})") + f"; it runs once, as {kept}")
@@ -70,6 +73,29 @@ class AlikePoints:
                 out.append(f"axes: {len(pairs)} points run the step another point runs ({why}), e.g. {dropped} "
                            f"as {kept}; each runs once")
         return out
+
+    def same_runs(self) -> list[SameRun]:
+        """Each point left out, with the point whose run it shares (once all are in: a later
+        point may have taken the place of the one first run) and why, in one line."""
+        out = []
+        for why, pairs in self._pairs.items():
+            for dropped, at in pairs:
+                kept = self.points[at]
+                said = f"runs the step {kept.label} runs ({why})" if why else f"sets the scenario as {kept.label} does"
+                out.append(SameRun(dropped, kept.key, f"{dropped.label} {said}; it ran once, as {kept.label}"))
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SameRun:
+    """A sweep point left out as one that runs the step of another: results.csv gives it a row
+    pointing at that point's (``same_run_as``), its own figures empty."""
+
+    point: Any  # the sweep Point
+    #: the key of the point whose run (and row) it shares
+    runs_as: str
+    #: why, in one line (its row's warnings)
+    why: str
 
 
 @dataclasses.dataclass(frozen=True)
