@@ -29,7 +29,6 @@ from simpy_astra.plugins import NOT_LOADED_HINT, PluginError
 MAX_QUEUES_PER_DIM = 4096
 
 
-
 def check_backend(where: str, backend: Any) -> str:
     """The name of the network backend ``backend`` names (a registered name, or a plug-in's
     ``package.module:BackendSpec``); errors name ``where`` (the flag, or the scenario's
