@@ -9,6 +9,7 @@ from typing import Any
 
 from simpy_astra.config.cluster_presets import preset_path
 from simpy_astra.config.readers import nearest_key
+from simpy_astra.engine.nccl_tuning import ALGORITHMS, FORCEABLE
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 
 #: keys written before units were spelled in names (simpy_astra/infra/units.py), read as their new names
@@ -88,8 +89,8 @@ MAX_GPUS = 1 << 18
 INTEGER_FIELDS = ("gpus", "gpus_per_node", "nodes_per_leaf", "gpu.sms")
 
 
-#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
-NCCL_ALGOS = ("ring", "tree", "nvls")
+#: NCCL's algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
+NCCL_ALGOS = FORCEABLE
 
 
 def positive(where: str, key: str, value: Any, integer: bool = False,
@@ -136,7 +137,7 @@ def refuse_unknown(given: dict, known: list[str], source: str) -> None:
 
 
 #: keys whose absence is a choice of its own, and what leaving one out means
-LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree or NVLS",
+LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree, NVLS or PAT",
             "nvls": "NVLS as the GPU's name implies"}
 
 
@@ -145,7 +146,7 @@ def no_empty_choice(mapping: dict, written: dict[str, str], where: str) -> None:
     while every other cluster field refuses null; a value meant and never typed is told so."""
     for key, meaning in LEFT_OUT.items():
         if key in mapping and mapping[key] is None:
-            values = "ring, tree or nvls" if key == "nccl_algo" else "true or false"
+            values = "ring, tree, nvls or pat" if key == "nccl_algo" else "true or false"
             raise InputError(f"{where}.{written.get(key, key)}: is empty (null); write {values}, or leave "
                              f"the key out for {meaning}")
 
@@ -156,9 +157,10 @@ def check_gpu_name(name: Any, where: str) -> None:
                          f"H100 and later; got {name!r})")
 
 
-def check_nccl_algo(algo: Any, where: str, what: str = "NCCL_ALGO", absent: str = "for NCCL's choice") -> None:
-    if algo is not None and algo not in NCCL_ALGOS:
-        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} ({what}), or left out {absent} "
+def check_nccl_algo(algo: Any, where: str, what: str = "NCCL_ALGO", absent: str = "for NCCL's choice",
+                    names: tuple[str, ...] = NCCL_ALGOS) -> None:
+    if algo is not None and algo not in names:
+        raise InputError(f"{where}: must be one of {', '.join(names)} ({what}), or left out {absent} "
                          f"(got {algo!r})")
 
 
@@ -197,7 +199,8 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
     elif len(parts) == 1 and key == "nccl_algo":
         check_nccl_algo(value, where)
     elif len(parts) == 1 and key == "nccl_latency_scale_algo":
-        check_nccl_algo(value, where, "the algorithm nccl_latency_scale was fitted on", "for every algorithm")
+        check_nccl_algo(value, where, "the algorithm nccl_latency_scale was fitted on", "for every algorithm",
+                        ALGORITHMS)
     elif len(parts) == 1 and key == "nvls" and not isinstance(value, bool):
         raise InputError(f"{where}: must be true or false (whether the nodes have NVSwitch-3, NCCL's NVLS; got "
                          f"{value!r})")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.config.network import NetworkConfig
 from simpy_astra.config.scenario_workload import generator_entry, prepare_workload
 from simpy_astra.config.system import REQUIRED_KEYS
+from simpy_astra.engine.nccl_tuning import MODEL_ONLY
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
@@ -108,7 +109,7 @@ def on_preset_routes(path: str, doc: dict, net: NetworkConfig, cluster: Cluster,
     routes = cluster.rails()
     # the analytical backend times an all-reduce as NCCL does; the others play its messages
     timed = BACKENDS[backend].times_nccl
-    if not timed and cluster.nccl_algo in ("tree", "nvls"):
+    if not timed and cluster.nccl_algo in MODEL_ONLY:
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} is timed by the "
                          f"{DEFAULT_BACKEND} backend only; the {backend} backend plays collectives as "
                          f"messages (leave out nccl_algo, or the backend)")
