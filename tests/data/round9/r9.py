@@ -1,0 +1,107 @@
+"""A researcher's extensions, round 9, written from the guides alone (docs/collectives.md,
+collectives/README.md, docs/backends.md, simpy_astra/network/README.md); the misbehaving ones
+are the mistakes a first try makes."""
+
+import simpy
+
+from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
+from simpy_astra.network.backends import BackendSpec
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network.link import LinkElement
+
+# -- collective algorithms --------------------------------------------------------------------
+
+def pairwise(ctx):
+    """Pairwise-exchange all-to-all: step k sends S/n to the member k places on and receives
+    from the one k places back, one exchange at a time (n-1 steps)."""
+    n, i = len(ctx.members), ctx.index
+    msg = ctx.size_bytes // n
+    for k in range(1, n):
+        ctx.send(ctx.members[(i + k) % n], msg)
+        yield ctx.recv(ctx.members[(i - k) % n], msg)
+        yield ctx.endpoint()
+
+
+def pairwise_traffic(shape):
+    n = len(shape.members)
+    return [((shape.index + k) % n, shape.size_bytes // n) for k in range(1, n)]
+
+
+PAIRWISE = CollectiveAlgorithm("pairwise", pairwise, ring_final_size, kinds=frozenset({ALL_TO_ALL}),
+                               traffic=pairwise_traffic)
+
+BURST_MESSAGES = 3
+
+
+def burst(ctx):
+    """An all-to-all on two NPUs that posts its S in BURST_MESSAGES messages at once."""
+    peer = ctx.members[1 - ctx.index]
+    msg = ctx.size_bytes // BURST_MESSAGES
+    for _ in range(BURST_MESSAGES):
+        ctx.post(peer, msg)
+    yield ctx.env.all_of([ctx.recv(peer, msg) for _ in range(BURST_MESSAGES)])
+    yield ctx.endpoint()
+
+
+BURST = CollectiveAlgorithm("burst", burst, ring_final_size, kinds=frozenset({ALL_TO_ALL}))
+
+
+def waits_for_done(ctx):
+    """Meant to fire `done` when the last message is in; the firing was forgotten."""
+    done = ctx.signal()
+    yield ctx.endpoint()
+    yield done
+
+
+def sleeps_on_its_own_clock(ctx):
+    """Waits on a timeout of a new Environment instead of ctx.env."""
+    yield simpy.Environment().timeout(100)
+
+
+def yields_a_list(ctx):
+    peer = ctx.members[(ctx.index + 1) % len(ctx.members)]
+    yield [ctx.send(peer, 64), ctx.recv(ctx.members[ctx.index - 1], 64)]
+
+
+# -- a link with state --------------------------------------------------------------------------
+
+class TokenBucket(LinkElement):
+    """A link shaped by a token bucket: `depth_bytes` of burst, refilled at `rate_share` of the
+    link's bandwidth; a message waits until the bucket holds its bytes (the bucket may go into
+    debt, repaid at the refill rate)."""
+
+    def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival, rate_share: float = 0.5,
+                 depth_bytes: int = 4096):
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, on_arrival)
+        if not 0 < rate_share <= 1:
+            raise ValueError(f"rate_share must be in (0, 1] (got {rate_share})")
+        self.refill_bytes_per_ns = rate_share * self.bytes_per_ns
+        self.depth_bytes = depth_bytes
+        self.tokens = float(depth_bytes)
+        self.last_ns = 0
+
+    def hold_ns(self, item):
+        now = self.env.now
+        self.tokens = min(self.depth_bytes, self.tokens + (now - self.last_ns) * self.refill_bytes_per_ns)
+        self.last_ns = now
+        wait_ns = max(0.0, (item.size - self.tokens) / self.refill_bytes_per_ns)
+        self.tokens -= item.size
+        return wait_ns
+
+
+class WrappedDequeue(LinkElement):
+    """Returns the next item wrapped in a tuple (a slip: `return (item,)`)."""
+
+    def dequeue(self):
+        item = super().dequeue()
+        return None if item is None else (item,)
+
+
+# -- a backend whose build fails ------------------------------------------------------------------
+
+def _build_from_a_table(env, dims, source, config=None):
+    table = {}  # meant to be read from a file of delays per pair
+    return CongestionUnawareNetwork(env, dims) if table["ready"] else None
+
+
+TABLE = BackendSpec("table", "delays from a table of one's own", _build_from_a_table, folds=None, folded=None)

@@ -1,0 +1,184 @@
+"""Extensions written from the docs alone, ninth round: each differs from the docs' examples
+and from the earlier rounds (``test_extensions_from_docs.py``, ``test_extensions_round2.py`` ..
+``round8.py``, ``test_extension_*.py``) and is checked against a figure derived here from the
+closed forms the docs state, or, for a mistake of the researcher's, against the one line the
+docs promise (naming the plug-in's file and the fix; never a traceback, a hang or a silent
+stall). The researcher's module is ``tests/data/round9/r9.py``.
+
+Links of 1 byte/ns (``bandwidth`` 10^9 / 2^30 GB/s, GB = 2^30 B) and ``L`` ns: one hop of S
+bytes takes ``d(S) = trunc(L + S / B)`` = L + S; ``E`` is the endpoint delay.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.researcher_folder import researcher_folder
+from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d
+from tests.test_extensions_round6 import _cli, _finished, _write
+from tests.test_extensions_round7 import _bench, _net, _system
+
+HERE = Path(__file__).resolve().parent
+R9 = HERE / "data" / "round9" / "r9.py"
+
+
+@pytest.fixture
+def r9(tmp_path: Path, monkeypatch) -> Path:
+    """A folder of the researcher's own holding r9.py, the working directory; the registries
+    are left as they were found."""
+    with researcher_folder(tmp_path, monkeypatch, {"r9": R9.read_text()}) as folder:
+        yield folder
+
+
+def _one_line(done) -> str:  # noqa: ANN001 - a CompletedProcess
+    """The run's one error line (the docs' promise: no traceback, nothing else)."""
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr[-800:]
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    return line
+
+
+# -- a new all-to-all ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("topology, backend, hop", [
+    ("FullyConnected", "congestion_unaware", d),
+    ("FullyConnected", "congestion_aware", d),
+    ("Switch", "congestion_unaware", lambda size: int(2 * L + size)),
+    ("Switch", "congestion_aware", lambda size: 2 * d(size)),
+])
+def test_a_pairwise_exchange_all_to_all_takes_one_peer_a_step(r9, topology, backend, hop):
+    """n-1 steps, each one exchange of S/n then E: (n-1)(hop(S/n) + E). A step is a
+    permutation (i -> i+k), so on a switch no two messages of a step share an up- or
+    down-link, and store-and-forward pays each of the two links whole."""
+    n, size = 4, 4096
+    path = _write(r9, "a2a.yaml", _bench("all_to_all", size, n), _net(topology, n), backend,
+                  _system(all_to_all='"r9:PAIRWISE"'))
+    assert _finished(path) == dict.fromkeys(range(n), (n - 1) * (hop(size // n) + E))
+
+
+PLUGIN = '''"""Registers the pairwise all-to-all under a short name; its message split is a helper's."""
+from simpy_astra import collectives
+from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
+
+import r9_split
+
+
+def pairwise(ctx):
+    n, i = len(ctx.members), ctx.index
+    msg = r9_split.per_peer_bytes(ctx.size_bytes, n)
+    for k in range(1, n):
+        ctx.send(ctx.members[(i + k) % n], msg)
+        yield ctx.recv(ctx.members[(i - k) % n], msg)
+        yield ctx.endpoint()
+
+
+collectives.register("pairwise", CollectiveAlgorithm("pairwise", pairwise, ring_final_size,
+                                                     kinds=frozenset({ALL_TO_ALL})))
+'''
+
+
+def test_a_plugin_and_its_helper_beside_the_scenario_run_from_another_folder(r9):
+    """docs/cosimulation.md: plugin modules are imported from the working directory, the
+    installed packages, then the scenario's folder; the plug-in's own `import r9_split` finds
+    its sibling there too. `run` and a `sweep` over the bandwidth, both from the parent folder:
+    (n-1)(trunc(L + (S/n) / B) + E) at each bandwidth."""
+    sub = r9 / "study"
+    sub.mkdir()
+    (sub / "r9_plugin.py").write_text(PLUGIN)
+    (sub / "r9_split.py").write_text("def per_peer_bytes(size, n):\n    return size // n\n")
+    n, size = 4, 4096
+    _write(sub, "a2a.yaml", _bench("all_to_all", size, n), _net("FullyConnected", n), "congestion_unaware",
+           _system(all_to_all="pairwise"), extra="plugins: [r9_plugin]\n")
+    done = _cli(r9, "run", "study/a2a.yaml", "--quiet")
+    assert f"iteration time {(n - 1) * (d(size // n) + E):,} ns" in done.stdout
+    (r9 / "sweep.yaml").write_text("base: study/a2a.yaml\naxes:\n"
+                                   f"  network.bandwidth: [{ONE_BYTE_PER_NS!r}, {2 * ONE_BYTE_PER_NS!r}]\n")
+    _cli(r9, "sweep", "sweep.yaml", "--out", "out")
+    import csv
+
+    with open(r9 / "out" / "results.csv", newline="") as f:
+        finish = sorted(int(row["finish_ns"]) for row in csv.DictReader(f))
+    assert finish == [(n - 1) * (int(L + size // n / 2) + E), (n - 1) * (d(size // n) + E)]
+
+
+# -- a link model with state --------------------------------------------------------------------
+
+@pytest.mark.parametrize("model, first_gap_ns, gap_ns", [
+    ("", 1000, 1000),  # the built-in FIFO link: back to back, one S/k every S/k / B
+    (', link-model: {class: "r9:TokenBucket", rate_share: 0.5, depth_bytes: 1000}', 2000, 2000),
+    (', link-model: {class: "r9:TokenBucket", rate_share: 0.5, depth_bytes: 1500}', 1000, 2000),
+])
+def test_a_token_bucket_link_spaces_a_burst_at_its_refill_rate(r9, model, first_gap_ns, gap_ns):
+    """Two NPUs, each posting three messages of m = 1,000 B to the other at once. A bucket of
+    depth D refilled at r = B/2 (simpy_astra/network/README.md: `hold_ns` reading `self.env.now`
+    and keeping its tokens between calls) lets the first go at once; the second is dequeued
+    when the first's last byte is out (t = m / B) with D - m + m r / B tokens, and waits until
+    the bucket holds m; in debt from then on, each next one starts m / r after the one before.
+    D = m: starts 0, 2m, 4m; D = 1.5 m: 0, m, 3m. Each NPU ends at the last arrival, its start
+    + L + m, then E."""
+    m = 1000
+    path = _write(r9, "burst.yaml", _bench("all_to_all", 3 * m, 2), _net("Ring", 2, model), "congestion_aware",
+                  _system(all_to_all='"r9:BURST"'))
+    last_start = first_gap_ns + gap_ns
+    assert _finished(path) == dict.fromkeys(range(2), last_start + L + m + E)
+
+
+# -- mistakes a first try makes: one line naming the plug-in, its file and the fix ----------------
+
+def test_a_signal_never_fired_is_a_stall_that_names_the_phase_and_its_file(r9):
+    """collectives/README.md: a phase that waits for ever is reported as a stall (exit status
+    3) naming the phases. One waiting on a `ctx.signal()` it never fires was reported only as
+    'no event left that could make progress' and the NPUs' nodes, the algorithm unnamed."""
+    path = _write(r9, "sig.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "congestion_unaware",
+                  _system(all_to_all='"r9:waits_for_done"'))
+    line = _one_line(_cli(r9, "run", str(path), "--quiet", status=3))
+    assert "NPU 0 runs 'waits_for_done'" in line and "r9.py:" in line and ".fire(value)" in line
+
+
+@pytest.mark.parametrize("algorithm, says", [
+    ("sleeps_on_its_own_clock", "of another simpy.Environment, which this run never processes; make events "
+                                "with ctx.env"),
+    ("yields_a_list", "to wait for several, yield ctx.env.all_of([...])"),
+])
+def test_an_algorithm_that_yields_what_the_run_cannot_wait_on_is_one_line(r9, algorithm, says):
+    """A timeout of a fresh `simpy.Environment()` is a SimPy event, so it passed the check of
+    what a phase yields, and the run stalled at 0 ns naming neither the algorithm nor the
+    event; a list of events was refused without saying how to wait for several."""
+    path = _write(r9, "bad.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "congestion_unaware",
+                  _system(all_to_all=f'"r9:{algorithm}"'))
+    line = _one_line(_cli(r9, "run", str(path), "--quiet", status=2))
+    assert f"collective algorithm '{algorithm}'" in line and "r9.py:" in line and says in line
+
+
+def test_a_link_models_dequeue_that_returns_a_wrapped_item_is_named(r9):
+    """simpy_astra/network/README.md: `dequeue() -> item | None`. A direct all-to-all on a
+    switch queues messages at each up-link, and a dequeue returning `(item,)` ended in an
+    'internal error ... this is a simpy-astra bug' (AttributeError: 'tuple' object has no
+    attribute 'size'), where the contract promises a line naming the class and method."""
+    path = _write(r9, "dq.yaml", _bench("all_to_all", 4096, 4), _net("Switch", 4, ', link-model: "r9:WrappedDequeue"'),
+                  "congestion_aware")
+    line = _one_line(_cli(r9, "run", str(path), "--quiet", status=2))
+    assert "link model 'r9:WrappedDequeue': dequeue() returned (" in line
+    assert "it must return an item it was offered" in line and "or None when nothing waits" in line
+
+
+def test_a_backends_build_that_raises_is_named_as_the_backend(r9):
+    """docs/backends.md names a backend's faults by its name; a `build` that raised was named
+    as `function 'r9:_build_from_a_table'`, not the backend the run was asked for."""
+    path = _write(r9, "tb.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "r9:TABLE")
+    line = _one_line(_cli(r9, "run", str(path), "--quiet", status=2))
+    assert "network backend 'table', build() raised KeyError: 'ready'" in line and "r9.py:" in line
+
+
+def test_a_misspelt_backend_from_python_names_the_argument_given(r9):
+    """`Simulation.from_scenario(path, backend=...)` (docs/cosimulation.md): a typo was refused
+    as `--network-backend: ...`, a flag the script never gave."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r9, "a.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "congestion_unaware")
+    with pytest.raises(InputError) as refused:
+        Simulation.from_scenario(str(path), backend="pakcet")
+    assert str(refused.value).startswith("Simulation.from_scenario(backend=...): must be one of")
+    assert "did you mean 'packet'?" in str(refused.value) and "--network-backend" not in str(refused.value)
