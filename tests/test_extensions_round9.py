@@ -182,3 +182,37 @@ def test_a_misspelt_backend_from_python_names_the_argument_given(r9):
         Simulation.from_scenario(str(path), backend="pakcet")
     assert str(refused.value).startswith("Simulation.from_scenario(backend=...): must be one of")
     assert "did you mean 'packet'?" in str(refused.value) and "--network-backend" not in str(refused.value)
+
+
+# -- a hierarchical collective on a topology of one's own ---------------------------------------------
+
+def test_a_leader_based_all_reduce_on_pods_under_a_slower_core(r9):
+    """docs/collectives.md: a topology class with switches numbered from N (a switch a pod of
+    4, one core), `link_params` giving the core's links B/2 and 2L, and an algorithm whose
+    `logical` hook finds its pod and the pods' leaders (collectives/README.md). Members send
+    S to their leader; the leader reduces 3S (E + P(3S)), swaps its sum with the other pod's
+    leader and reduces S (E + P(S)), then sends S back to its members; every NPU ends with E.
+
+    Analytical: a message is charged its summed latency and its slowest link (the default
+    `path_profile`): trunc(2L + S) in a pod, trunc(6L + 2S) across the core.
+    Store-and-forward: the three members' messages meet on the switch's link to the leader
+    (FIFO: the last arrives 2 S / B after the first), the swap pays each of its four links
+    whole, and the leader's three sends leave its up-link one after the other, so its
+    members finish S / B apart."""
+    from tests.test_extensions_round4 import reduce_ns
+
+    size, n = 10_000, 8
+    path = _write(r9, "pods.yaml", _bench("all_reduce", size, n), _net('"r9:Pods"', n), "congestion_unaware",
+                  _system(all_reduce='"r9:POD_ALL_REDUCE"'))
+    pod, core = int(2 * L + size), int(6 * L + 2 * size)
+    leader_sum = E + reduce_ns(3 * size)
+    swap_sum = E + reduce_ns(size)
+    assert _finished(path) == dict.fromkeys(range(n), pod + leader_sum + core + swap_sum + pod + E) == \
+        dict.fromkeys(range(n), 47_430)
+    gathered = 2 * d(size) + 2 * size  # the third member's message, behind two on the leader's link
+    swapped = gathered + leader_sum + 2 * d(size) + 2 * d(2 * size, latency=2 * L) + swap_sum
+    members = {k: swapped + k * size + 2 * d(size) + E for k in range(3)}  # the k-th send waits k S / B
+    expected = {pod_id * 4 + k + 1: members[k] for pod_id in range(2) for k in range(3)}
+    expected |= {0: members[2], 4: members[2]}  # a leader waits for its last send's arrival
+    assert _finished(path, backend="congestion_aware") == expected
+    assert expected[3] == 147_430

@@ -8,6 +8,7 @@ from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_f
 from simpy_astra.network.backends import BackendSpec
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.link import LinkElement
+from simpy_astra.topologies import BasicTopology
 
 # -- collective algorithms --------------------------------------------------------------------
 
@@ -105,3 +106,71 @@ def _build_from_a_table(env, dims, source, config=None):
 
 
 TABLE = BackendSpec("table", "delays from a table of one's own", _build_from_a_table, folds=None, folded=None)
+
+
+# -- a hierarchical collective on a topology of one's own -------------------------------------------
+
+POD_NPUS = 4
+
+
+class Pods(BasicTopology):
+    """Pods of POD_NPUS NPUs, each on a pod switch (N + p); the pod switches on one core switch
+    (N + pods), whose links have half the bandwidth and twice the latency."""
+
+    def _pod_switch(self, npu):
+        return self.npus_count + npu // POD_NPUS
+
+    def _core(self):
+        return self.npus_count + self.npus_count // POD_NPUS
+
+    def links(self):
+        pods = range(self.npus_count // POD_NPUS)
+        up = [(i, self._pod_switch(i)) for i in range(self.npus_count)]
+        trunk = [(self.npus_count + p, self._core()) for p in pods]
+        return up + [(b, a) for a, b in up] + trunk + [(b, a) for a, b in trunk]
+
+    def route(self, src, dst):
+        a, b = self._pod_switch(src), self._pod_switch(dst)
+        return [src, a, dst] if a == b else [src, a, self._core(), b, dst]
+
+    def hops(self, src, dst):
+        return len(self.route(src, dst)) - 1
+
+    def link_params(self, src, dst):
+        if self._core() in (src, dst):
+            return self.bandwidth_gbps / 2, 2 * self.latency_ns
+        return self.bandwidth_gbps, self.latency_ns
+
+
+def pod_leaders(dim):
+    """The logical hook: this NPU's pod (members that share its pod, its leader first) and
+    the pods' leaders, from the dimension's members in ring order."""
+    pod = tuple(m for m in dim.members if m // POD_NPUS == dim.members[dim.index] // POD_NPUS)
+    leaders = tuple(m for m in dim.members if m % POD_NPUS == 0)
+    return pod, leaders
+
+
+def pod_all_reduce(ctx, pod, leaders):
+    """Each member sends its S to its pod's leader, which reduces them; the leaders swap
+    their sums in pairs (recursive doubling over the pods) and reduce; each leader sends the
+    result back to its pod. Every NPU ends with an endpoint delay."""
+    size, me, leader = ctx.size_bytes, ctx.npu_id, pod[0]
+    if me != leader:
+        ctx.post(leader, size)
+        yield ctx.recv(leader, size)
+        yield ctx.endpoint()
+        return
+    yield ctx.env.all_of([ctx.recv(m, size) for m in pod[1:]])
+    yield ctx.endpoint(reduce_bytes=(len(pod) - 1) * size)
+    rank, step = leaders.index(me), 1
+    while step < len(leaders):
+        peer = leaders[rank ^ step]
+        ctx.post(peer, size)
+        yield ctx.recv(peer, size)
+        yield ctx.endpoint(reduce_bytes=size)
+        step *= 2
+    yield ctx.env.all_of([ctx.send(m, size) for m in pod[1:]])
+    yield ctx.endpoint()
+
+
+POD_ALL_REDUCE = CollectiveAlgorithm("pod_all_reduce", pod_all_reduce, ring_final_size, logical=pod_leaders)
