@@ -216,3 +216,46 @@ def test_a_leader_based_all_reduce_on_pods_under_a_slower_core(r9):
     expected |= {0: members[2], 4: members[2]}  # a leader waits for its last send's arrival
     assert _finished(path, backend="congestion_aware") == expected
     assert expected[3] == 147_430
+
+
+# -- the Python API on a folded run ----------------------------------------------------------------
+
+def test_npu_finished_in_a_folded_run_gives_each_npu_its_own_report(r9):
+    """docs/cosimulation.md: `sim.npu_finished(i)` is an event whose value is NPU i's report. A
+    script's run on the analytical backend folds (the pairwise all-to-all claims rotation
+    symmetry), and NPU 2's event was its representative's process: its report said `npu_id`
+    0. Each NPU now gets its own, in the instant the representative finishes, at the closed
+    form 3 (d(S/4) + E). `node_finished` of an NPU that is not simulated says so and how to
+    see it (microbench numbers NPU i's node i, which NPU 0's trace does not have: it was
+    `NPU 0 has no node 2`, naming an NPU the script never asked for)."""
+    import textwrap
+
+    from simpy_astra.simulation import Simulation
+
+    (r9 / "r9_claims.py").write_text(textwrap.dedent('''
+        from dataclasses import replace
+
+        import r9
+
+        PAIRWISE = replace(r9.PAIRWISE, rotation_symmetric=True)
+    '''))
+    path = _write(r9, "a2a.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "congestion_unaware",
+                  _system(all_to_all='"r9_claims:PAIRWISE"'))
+    sim = Simulation.from_scenario(str(path))
+    assert sim.npu(2) is sim.npu(0)  # folded: NPU 0 stands for its orbit
+    seen = {}
+
+    def watch(npu):
+        report = yield sim.npu_finished(npu)
+        seen[npu] = (report.npu_id, report.finished_ns, sim.env.now)
+
+    for npu in range(4):
+        sim.env.process(watch(npu))
+    sim.run()
+    expected_ns = 3 * (d(1024) + E)
+    assert seen == {npu: (npu, expected_ns, expected_ns) for npu in range(4)}
+    assert sim.npu_finished(3).value.npu_id == 3  # asked after the run: fired already
+    with pytest.raises(KeyError, match=r"NPU 2 is not simulated in this folded run \(NPU 0 stands for it.*"
+                                       r"fold_symmetry: false"):
+        sim.node_finished(2, 2)
+    assert sim.node_finished(0, 0).value == expected_ns
