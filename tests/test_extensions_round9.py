@@ -259,3 +259,35 @@ def test_npu_finished_in_a_folded_run_gives_each_npu_its_own_report(r9):
                                        r"fold_symmetry: false"):
         sim.node_finished(2, 2)
     assert sim.node_finished(0, 0).value == expected_ns
+
+
+def test_a_sweep_over_the_token_buckets_parameters_from_the_command_line_and_from_python(r9):
+    """docs/sweeps.md: `network.link-model.<parameter>` axes; simpy_astra/network/README.md:
+    `Simulation.from_scenario(path, link_model=..., link_params={...})` from a script. The
+    burst of three m-byte messages (above): refilled at B the bucket never empties (each
+    message's serialisation refills what it took), so the three go back to back, start 2m;
+    at B/2 the third starts at 4m with D = m, 3m with D = 1.5 m, 2m with D = 3m (it still
+    holds D - 3m + 2m / 2 = m after two). Each NPU ends at that start + L + m + E."""
+    import csv
+
+    from simpy_astra.simulation import Simulation
+
+    m = 1000
+    model = ', link-model: {class: "r9:TokenBucket", rate_share: 0.5, depth_bytes: 1000}'
+    _write(r9, "burst.yaml", _bench("all_to_all", 3 * m, 2), _net("Ring", 2, model), "congestion_aware",
+           _system(all_to_all='"r9:BURST"'))
+    third_start = {(1000, 0.5): 4 * m, (1500, 0.5): 3 * m, (3000, 0.5): 2 * m,
+                   (1000, 1.0): 2 * m, (1500, 1.0): 2 * m, (3000, 1.0): 2 * m}
+    (r9 / "sweep.yaml").write_text("base: burst.yaml\naxes:\n  network.link-model.depth_bytes: [1000, 1500, 3000]\n"
+                                   "  network.link-model.rate_share: [0.5, 1.0]\n")
+    _cli(r9, "sweep", "sweep.yaml", "--out", "out")
+    with open(r9 / "out" / "results.csv", newline="") as f:
+        rows = {(int(row["network.link-model.depth_bytes"]), float(row["network.link-model.rate_share"])):
+                int(row["finish_ns"]) for row in csv.DictReader(f)}
+    assert rows == {key: start + L + m + E for key, start in third_start.items()}
+    import r9 as module
+
+    for (depth, share), start in third_start.items():
+        sim = Simulation.from_scenario("burst.yaml", link_model=module.TokenBucket,
+                                       link_params={"depth_bytes": depth, "rate_share": share})
+        assert {r.finished_ns for r in sim.run()} == {start + L + m + E}
