@@ -291,3 +291,23 @@ def test_a_sweep_over_the_token_buckets_parameters_from_the_command_line_and_fro
         sim = Simulation.from_scenario("burst.yaml", link_model=module.TokenBucket,
                                        link_params={"depth_bytes": depth, "rate_share": share})
         assert {r.finished_ns for r in sim.run()} == {start + L + m + E}
+
+
+# -- a topology class that checks what it is given ----------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_a_hypercube_that_checks_its_npu_count_runs_eight_and_refuses_six(r9, backend):
+    """docs/collectives.md's hypercube with an `__init__` that raises ValueError for a count
+    that is not a power of two, as a link or switch model refuses a value it cannot take
+    (simpy_astra/network/README.md). On 8 NPUs, 0 -> 7 is three links: trunc(3L + S)
+    analytical, 3 d(S) store-and-forward. On 6 its refusal was reported as a fault of the
+    class ('raised ValueError ... this is an error in that code'), naming neither the
+    scenario nor the field; now it is one input line naming both, before the run."""
+    size = 1000
+    send = "{{generate: microbench, collective: send_recv, size: {size}, num_npus: {n}, src: 0, dst: {dst}}}"
+    path = _write(r9, "cube.yaml", send.format(size=size, n=8, dst=7), _net('"r9:CheckedHypercube"', 8), backend)
+    assert _finished(path)[7] == (3 * L + size if backend == "congestion_unaware" else 3 * d(size))
+    path = _write(r9, "cube6.yaml", send.format(size=size, n=6, dst=5), _net('"r9:CheckedHypercube"', 6), backend)
+    line = _one_line(_cli(r9, "run", path.name, "--quiet", status=2))
+    assert line == ("error: cube6.yaml: network: field 'topology[0]' (r9:CheckedHypercube) a hypercube has a "
+                    "power of two of NPUs, 2 or more (got 6): write npus_count: [8]")

@@ -174,3 +174,27 @@ def pod_all_reduce(ctx, pod, leaders):
 
 
 POD_ALL_REDUCE = CollectiveAlgorithm("pod_all_reduce", pod_all_reduce, ring_final_size, logical=pod_leaders)
+
+
+class CheckedHypercube(BasicTopology):
+    """docs/collectives.md's hypercube, refusing an NPU count that is not a power of two."""
+
+    def __init__(self, npus_count, bandwidth_gbps, latency_ns):
+        if npus_count < 2 or npus_count & (npus_count - 1):
+            raise ValueError(f"a hypercube has a power of two of NPUs, 2 or more (got {npus_count}): "
+                             f"write npus_count: [{1 << (npus_count - 1).bit_length()}]")
+        super().__init__(npus_count, bandwidth_gbps, latency_ns)
+
+    def hops(self, src, dst):
+        return bin(src ^ dst).count("1")
+
+    def links(self):
+        dims = self.npus_count.bit_length() - 1
+        return [(i, i ^ (1 << k)) for i in range(self.npus_count) for k in range(dims)]
+
+    def route(self, src, dst):
+        path = [src]
+        for k in range(self.npus_count.bit_length() - 1):
+            if (path[-1] ^ dst) >> k & 1:
+                path.append(path[-1] ^ (1 << k))
+        return path
