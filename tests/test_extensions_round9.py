@@ -311,3 +311,25 @@ def test_a_hypercube_that_checks_its_npu_count_runs_eight_and_refuses_six(r9, ba
     line = _one_line(_cli(r9, "run", path.name, "--quiet", status=2))
     assert line == ("error: cube6.yaml: network: field 'topology[0]' (r9:CheckedHypercube) a hypercube has a "
                     "power of two of NPUs, 2 or more (got 6): write npus_count: [8]")
+
+
+# -- a backend of one's own that misuses the message board ------------------------------------------
+
+def test_a_backends_send_that_schedules_a_negative_delay_is_named(r9):
+    """docs/backends.md: a backend's `send` schedules the arrival with
+    `self.board.arrive_after(delay_ns, entry)` (whole ns from now). A negative delay was an
+    'internal error ValueError: Negative delay -476 (this is a simpy-astra bug ...)': d(S/4) =
+    1,524 ns less the backend's 2,000."""
+    path = _write(r9, "j.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "r9:JITTERED")
+    line = _one_line(_cli(r9, "run", str(path), "--quiet", status=2))
+    assert line == (f"error: network backend 'r9:Jittered', send(): board.arrive_after({d(1024) - 2000}, entry): the delay must "
+                    "be a finite number of ns >= 0 (whole ns from now; a fraction is cut)")
+
+
+def test_a_backends_send_that_never_schedules_its_arrivals_is_told_in_the_stall(r9):
+    """The stall report counted the messages 'sent and never arrived' and said only that a
+    link or switch model may keep them: the backend's own send is named as the other place."""
+    path = _write(r9, "f.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "r9:FORGETFUL")
+    line = _one_line(_cli(r9, "run", str(path), "--quiet", status=3))
+    assert "12 messages were sent and never arrived" in line
+    assert "or a backend's send() post them without board.arrive_after" in line

@@ -98,7 +98,8 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
         if unheld:
             text += (f". {unheld} {'more ' if held else ''}message{'s were' if unheld > 1 else ' was'} sent and "
                      f"never arrived, and no link that is down holds {'them' if unheld > 1 else 'it'} "
-                     f"(a link or switch model of your own may keep {'them' if unheld > 1 else 'it'})")
+                     f"(a link or switch model of your own may keep {'them' if unheld > 1 else 'it'}, or a "
+                     f"backend's send() post {'them' if unheld > 1 else 'it'} without board.arrive_after)")
         if unmatched:
             text += ". Unmatched messages: " + capped(unmatched, "messages")
         return text

@@ -198,3 +198,32 @@ class CheckedHypercube(BasicTopology):
             if (path[-1] ^ dst) >> k & 1:
                 path.append(path[-1] ^ (1 << k))
         return path
+
+
+# -- backends with a send of their own that misuse the board ------------------------------------------
+
+class Jittered(CongestionUnawareNetwork):
+    """Every message gets `jitter_ns` on top; a first try takes a calibration's offset, more
+    than a message's delay, with its sign wrong."""
+
+    pair_delays_only = False
+    jitter_ns = -2000
+
+    def send(self, src, dst, tag, size, fn, arg):
+        entry = self.board.post_send(src, dst, tag, size, fn, arg)
+        self.board.arrive_after(self.message_delay_ns(src, dst, size) + self.jitter_ns, entry)
+
+
+class Forgetful(CongestionUnawareNetwork):
+    """Posts each message and never schedules its arrival."""
+
+    pair_delays_only = False
+
+    def send(self, src, dst, tag, size, fn, arg):
+        self.board.post_send(src, dst, tag, size, fn, arg)
+
+
+JITTERED = BackendSpec("jittered", "x", lambda env, dims, source, config=None: Jittered(env, dims), folds=None,
+                       folded=None)
+FORGETFUL = BackendSpec("forgetful", "x", lambda env, dims, source, config=None: Forgetful(env, dims), folds=None,
+                        folded=None)
