@@ -26,9 +26,10 @@ R9 = HERE / "data" / "round9" / "r9.py"
 
 @pytest.fixture
 def r9(tmp_path: Path, monkeypatch) -> Path:
-    """A folder of the researcher's own holding r9.py, the working directory; the registries
-    are left as they were found."""
-    with researcher_folder(tmp_path, monkeypatch, {"r9": R9.read_text()}) as folder:
+    """A folder of the researcher's own holding r9.py and the docs' hypercube.py it builds on,
+    the working directory; the registries are left as they were found."""
+    modules = {"r9": R9.read_text(), "hypercube": (HERE.parent / "examples" / "hypercube.py").read_text()}
+    with researcher_folder(tmp_path, monkeypatch, modules) as folder:
         yield folder
 
 
@@ -41,57 +42,66 @@ def _one_line(done) -> str:  # noqa: ANN001 - a CompletedProcess
 
 # -- a new all-to-all ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("topology, backend, hop", [
-    ("FullyConnected", "congestion_unaware", d),
-    ("FullyConnected", "congestion_aware", d),
-    ("Switch", "congestion_unaware", lambda size: int(2 * L + size)),
-    ("Switch", "congestion_aware", lambda size: 2 * d(size)),
+@pytest.mark.parametrize("topology, backend, expected", [
+    # n // 2 = 2 steps, each one hop of S/n and E
+    ("FullyConnected", "congestion_unaware", 2 * (d(1024) + E)),
+    ("FullyConnected", "congestion_aware", 2 * (d(1024) + E)),
+    # two links a message, charged as one path: trunc(2L + S/n)
+    ("Switch", "congestion_unaware", 2 * (int(2 * L + 1024) + E)),
+    # step 1: an NPU's two messages leave its up-link S/n apart, and each down-link takes the
+    # one behind its NPU first (sent first), then the one ahead: 2 d(S/n) + S/n; step 2: the
+    # opposite member alone, 2 d(S/n)
+    ("Switch", "congestion_aware", (2 * d(1024) + 1024 + E) + (2 * d(1024) + E)),
 ])
-def test_a_pairwise_exchange_all_to_all_takes_one_peer_a_step(r9, topology, backend, hop):
-    """n-1 steps, each one exchange of S/n then E: (n-1)(hop(S/n) + E). A step is a
-    permutation (i -> i+k), so on a switch no two messages of a step share an up- or
-    down-link, and store-and-forward pays each of the two links whole."""
+def test_an_all_to_all_that_exchanges_both_ways_at_once(r9, topology, backend, expected):
+    """A new all-to-all (collectives/README.md): step k exchanges S/n with the members k places
+    ahead and behind at once, n // 2 steps on n = 4, S = 4,096 B."""
     n, size = 4, 4096
     path = _write(r9, "a2a.yaml", _bench("all_to_all", size, n), _net(topology, n), backend,
-                  _system(all_to_all='"r9:PAIRWISE"'))
-    assert _finished(path) == dict.fromkeys(range(n), (n - 1) * (hop(size // n) + E))
+                  _system(all_to_all='"r9:BOTH_WAYS"'))
+    assert _finished(path) == dict.fromkeys(range(n), expected)
 
 
-PLUGIN = '''"""Registers the pairwise all-to-all under a short name; its message split is a helper's."""
+PLUGIN = '''"""Registers the both-ways all-to-all under a short name; its steps are a helper's."""
 from simpy_astra import collectives
 from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
 
-import r9_split
+import r9_steps
 
 
-def pairwise(ctx):
-    n, i = len(ctx.members), ctx.index
-    msg = r9_split.per_peer_bytes(ctx.size_bytes, n)
-    for k in range(1, n):
-        ctx.send(ctx.members[(i + k) % n], msg)
-        yield ctx.recv(ctx.members[(i - k) % n], msg)
+def both_ways(ctx):
+    msg = ctx.size_bytes // len(ctx.members)
+    for peers in r9_steps.peers_by_step(ctx.members, ctx.index):
+        for peer in peers:
+            ctx.post(peer, msg)
+        yield ctx.env.all_of([ctx.recv(peer, msg) for peer in peers])
         yield ctx.endpoint()
 
 
-collectives.register("pairwise", CollectiveAlgorithm("pairwise", pairwise, ring_final_size,
-                                                     kinds=frozenset({ALL_TO_ALL})))
+collectives.register("both_ways", CollectiveAlgorithm("both_ways", both_ways, ring_final_size,
+                                                      kinds=frozenset({ALL_TO_ALL})))
+'''
+
+STEPS = '''def peers_by_step(members, index):
+    n = len(members)
+    return [tuple(dict.fromkeys((members[(index + k) % n], members[(index - k) % n]))) for k in range(1, n // 2 + 1)]
 '''
 
 
 def test_a_plugin_and_its_helper_beside_the_scenario_run_from_another_folder(r9):
     """docs/cosimulation.md: plugin modules are imported from the working directory, the
-    installed packages, then the scenario's folder; the plug-in's own `import r9_split` finds
+    installed packages, then the scenario's folder; the plug-in's own `import r9_steps` finds
     its sibling there too. `run` and a `sweep` over the bandwidth, both from the parent folder:
-    (n-1)(trunc(L + (S/n) / B) + E) at each bandwidth."""
+    n // 2 steps of trunc(L + (S/n) / B) + E at each bandwidth."""
     sub = r9 / "study"
     sub.mkdir()
     (sub / "r9_plugin.py").write_text(PLUGIN)
-    (sub / "r9_split.py").write_text("def per_peer_bytes(size, n):\n    return size // n\n")
+    (sub / "r9_steps.py").write_text(STEPS)
     n, size = 4, 4096
     _write(sub, "a2a.yaml", _bench("all_to_all", size, n), _net("FullyConnected", n), "congestion_unaware",
-           _system(all_to_all="pairwise"), extra="plugins: [r9_plugin]\n")
+           _system(all_to_all="both_ways"), extra="plugins: [r9_plugin]\n")
     done = _cli(r9, "run", "study/a2a.yaml", "--quiet")
-    assert f"iteration time {(n - 1) * (d(size // n) + E):,} ns" in done.stdout
+    assert f"iteration time {2 * (d(size // n) + E):,} ns" in done.stdout
     (r9 / "sweep.yaml").write_text("base: study/a2a.yaml\naxes:\n"
                                    f"  network.bandwidth: [{ONE_BYTE_PER_NS!r}, {2 * ONE_BYTE_PER_NS!r}]\n")
     _cli(r9, "sweep", "sweep.yaml", "--out", "out")
@@ -99,7 +109,7 @@ def test_a_plugin_and_its_helper_beside_the_scenario_run_from_another_folder(r9)
 
     with open(r9 / "out" / "results.csv", newline="") as f:
         finish = sorted(int(row["finish_ns"]) for row in csv.DictReader(f))
-    assert finish == [(n - 1) * (int(L + size // n / 2) + E), (n - 1) * (d(size // n) + E)]
+    assert finish == [2 * (int(L + size // n / 2) + E), 2 * (d(size // n) + E)]
 
 
 # -- a link model with state --------------------------------------------------------------------
@@ -222,25 +232,16 @@ def test_a_leader_based_all_reduce_on_pods_under_a_slower_core(r9):
 
 def test_npu_finished_in_a_folded_run_gives_each_npu_its_own_report(r9):
     """docs/cosimulation.md: `sim.npu_finished(i)` is an event whose value is NPU i's report. A
-    script's run on the analytical backend folds (the pairwise all-to-all claims rotation
+    script's run on the analytical backend folds (the both-ways all-to-all claims rotation
     symmetry), and NPU 2's event was its representative's process: its report said `npu_id`
     0. Each NPU now gets its own, in the instant the representative finishes, at the closed
-    form 3 (d(S/4) + E). `node_finished` of an NPU that is not simulated says so and how to
+    form 2 (d(S/4) + E). `node_finished` of an NPU that is not simulated says so and how to
     see it (microbench numbers NPU i's node i, which NPU 0's trace does not have: it was
     `NPU 0 has no node 2`, naming an NPU the script never asked for)."""
-    import textwrap
-
     from simpy_astra.simulation import Simulation
 
-    (r9 / "r9_claims.py").write_text(textwrap.dedent('''
-        from dataclasses import replace
-
-        import r9
-
-        PAIRWISE = replace(r9.PAIRWISE, rotation_symmetric=True)
-    '''))
     path = _write(r9, "a2a.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "congestion_unaware",
-                  _system(all_to_all='"r9_claims:PAIRWISE"'))
+                  _system(all_to_all='"r9:BOTH_WAYS"'))
     sim = Simulation.from_scenario(str(path))
     assert sim.npu(2) is sim.npu(0)  # folded: NPU 0 stands for its orbit
     seen = {}
@@ -252,7 +253,7 @@ def test_npu_finished_in_a_folded_run_gives_each_npu_its_own_report(r9):
     for npu in range(4):
         sim.env.process(watch(npu))
     sim.run()
-    expected_ns = 3 * (d(1024) + E)
+    expected_ns = 2 * (d(1024) + E)
     assert seen == {npu: (npu, expected_ns, expected_ns) for npu in range(4)}
     assert sim.npu_finished(3).value.npu_id == 3  # asked after the run: fired already
     with pytest.raises(KeyError, match=r"NPU 2 is not simulated in this folded run \(NPU 0 stands for it.*"

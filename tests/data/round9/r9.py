@@ -3,6 +3,7 @@ collectives/README.md, docs/backends.md, simpy_astra/network/README.md); the mis
 are the mistakes a first try makes."""
 
 import simpy
+from hypercube import Hypercube
 
 from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
 from simpy_astra.network.backends import BackendSpec
@@ -12,24 +13,28 @@ from simpy_astra.topologies import BasicTopology
 
 # -- collective algorithms --------------------------------------------------------------------
 
-def pairwise(ctx):
-    """Pairwise-exchange all-to-all: step k sends S/n to the member k places on and receives
-    from the one k places back, one exchange at a time (n-1 steps)."""
+def both_ways(ctx):
+    """All-to-all by exchanges in both directions at once: step k sends S/n to the members k
+    places ahead and k places behind and receives from both (the one opposite, once), so
+    n // 2 steps reach every peer."""
     n, i = len(ctx.members), ctx.index
     msg = ctx.size_bytes // n
-    for k in range(1, n):
-        ctx.send(ctx.members[(i + k) % n], msg)
-        yield ctx.recv(ctx.members[(i - k) % n], msg)
+    for k in range(1, n // 2 + 1):
+        peers = dict.fromkeys((ctx.members[(i + k) % n], ctx.members[(i - k) % n]))
+        for peer in peers:
+            ctx.post(peer, msg)
+        yield ctx.env.all_of([ctx.recv(peer, msg) for peer in peers])
         yield ctx.endpoint()
 
 
-def pairwise_traffic(shape):
-    n = len(shape.members)
-    return [((shape.index + k) % n, shape.size_bytes // n) for k in range(1, n)]
+def both_ways_traffic(shape):
+    n, i = len(shape.members), shape.index
+    return [(peer, shape.size_bytes // n) for k in range(1, n // 2 + 1)
+            for peer in dict.fromkeys(((i + k) % n, (i - k) % n))]
 
 
-PAIRWISE = CollectiveAlgorithm("pairwise", pairwise, ring_final_size, kinds=frozenset({ALL_TO_ALL}),
-                               traffic=pairwise_traffic)
+BOTH_WAYS = CollectiveAlgorithm("both_ways", both_ways, ring_final_size, kinds=frozenset({ALL_TO_ALL}),
+                                rotation_symmetric=True, traffic=both_ways_traffic)
 
 BURST_MESSAGES = 3
 
@@ -176,28 +181,15 @@ def pod_all_reduce(ctx, pod, leaders):
 POD_ALL_REDUCE = CollectiveAlgorithm("pod_all_reduce", pod_all_reduce, ring_final_size, logical=pod_leaders)
 
 
-class CheckedHypercube(BasicTopology):
-    """docs/collectives.md's hypercube, refusing an NPU count that is not a power of two."""
+class CheckedHypercube(Hypercube):
+    """docs/collectives.md's hypercube (examples/hypercube.py), refusing an NPU count that is
+    not a power of two."""
 
     def __init__(self, npus_count, bandwidth_gbps, latency_ns):
         if npus_count < 2 or npus_count & (npus_count - 1):
             raise ValueError(f"a hypercube has a power of two of NPUs, 2 or more (got {npus_count}): "
                              f"write npus_count: [{1 << (npus_count - 1).bit_length()}]")
         super().__init__(npus_count, bandwidth_gbps, latency_ns)
-
-    def hops(self, src, dst):
-        return bin(src ^ dst).count("1")
-
-    def links(self):
-        dims = self.npus_count.bit_length() - 1
-        return [(i, i ^ (1 << k)) for i in range(self.npus_count) for k in range(dims)]
-
-    def route(self, src, dst):
-        path = [src]
-        for k in range(self.npus_count.bit_length() - 1):
-            if (path[-1] ^ dst) >> k & 1:
-                path.append(path[-1] ^ (1 << k))
-        return path
 
 
 # -- backends with a send of their own that misuse the board ------------------------------------------
