@@ -24,7 +24,7 @@ from simpy_astra.config.network import with_python_overrides
 from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
-from simpy_astra.engine.events import fast_collection, process_in_place
+from simpy_astra.engine.events import fast_collection, process_in_place_or_raise
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
@@ -182,7 +182,7 @@ class Simulation(CoSimulation):
         """Every NPU's process ended: ``finished`` fires now; ``run()`` stops here."""
         if not event.ok:
             return  # an NPU failed: SimPy raises it, and run() reports it
-        process_in_place(self.finished, self._env.now)
+        process_in_place_or_raise(self.finished, self._env.now)
         if self._running:
             raise StopSimulation(None)
 

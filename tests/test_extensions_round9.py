@@ -334,3 +334,27 @@ def test_a_backends_send_that_never_schedules_its_arrivals_is_told_in_the_stall(
     line = _one_line(_cli(r9, "run", str(path), "--quiet", status=3))
     assert "12 messages were sent and never arrived" in line
     assert "or a backend's send() post them without board.arrive_after" in line
+
+
+def test_a_report_process_that_raises_after_the_run_finished_is_not_lost(r9):
+    """docs/cosimulation.md: `sim.finished` is processed in that instant, so a process that
+    yields it goes on before `sim.run()` returns: the place for a report of one's own. One
+    that raised there had its failure scheduled behind the run's stop, and `sim.run()`
+    returned every report as if nothing happened; its error now comes out of `sim.run()`,
+    as SimPy raises a failed process's. The figures it would have read are the closed form."""
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r9, "a2a.yaml", _bench("all_to_all", 4096, 4), _net("FullyConnected", 4), "congestion_unaware",
+                  _system(all_to_all='"r9:BOTH_WAYS"'))
+    sim = Simulation.from_scenario(str(path))
+    read = []
+
+    def report(env):
+        finished_ns = yield sim.finished
+        read.append(finished_ns)
+        raise ZeroDivisionError("a report of one's own dividing by the wrong figure")
+
+    sim.env.process(report(sim.env))
+    with pytest.raises(ZeroDivisionError, match="a report of one's own"):
+        sim.run()
+    assert read == [2 * (d(1024) + E)]
