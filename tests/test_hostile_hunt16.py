@@ -21,7 +21,8 @@ def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster)
 
 
 @pytest.mark.parametrize("key, said", [
-    ("nccl_algo", "write ring, tree or nvls, or leave the key out for NCCL's choice of ring, tree or NVLS"),
+    ("nccl_algo", "write ring, tree, nvls or pat, or leave the key out for NCCL's choice of ring, tree, NVLS or "
+                  "PAT"),
     ("nvls", "write true or false, or leave the key out for NVLS as the GPU's name implies"),
 ])
 def test_a_cluster_choice_written_empty_is_refused(tmp_path, capsys, key, said):

@@ -193,6 +193,39 @@ def test_nccl_algo_tree_on_an_all_gather_stops_as_nccl_does(tmp_path, capsys, mo
         assert err.endswith("leave nccl_algo out for NCCL's choice, or force ring")
 
 
+def test_nccl_algo_pat_forces_pat_where_nccl_has_it_and_stops_elsewhere(tmp_path, capsys, monkeypatch):
+    """``NCCL_ALGO=PAT`` (NCCL 2.23 on: "PAT" is one of ``ncclAlgoStr``) forces PAT on every
+    reduce-scatter and all-gather that can run it: at one GPU a node (``ncclPatEnable``). The
+    data-parallel group of tp 8 on 48 H100 nodes at 1 GiB, where NCCL's choice is the ring's
+    Simple: forced, 8 + 5 x 14 / 3.5 + 48 x 2.8 = 162.4 us at 0.75 x 47 GB/s (x the mean of the
+    fitted shares, PAT being in no log) with the preset's call cost, about 30.4 ms against the
+    ring's 23.0. A node's 8 GPUs have no PAT, nor has an all-reduce (tuning.cc skips PAT for it):
+    NCCL stops there ('No algorithm/protocol available ... NCCL_ALGO was set to PAT'), and so
+    does a run, naming the field and the fix."""
+    node = _node()
+    _, rail = _rates(node)
+    members = tuple(range(0, 384, 8))
+    share = (node["nccl_nvls_efficiency"]) ** (1 / 3)
+    pat_ns = 1000 * _on_machine_us(node, 8 + 5 * 14 / 3.5 + 48 * 2.8, GIB, 0.75 * rail * share, "pat")
+    ring_ns = 1000 * ring_gather_by_hand(node, 48, 48, 1, GIB)[1]
+    assert (pat_ns / 1e6, ring_ns / 1e6) == (pytest.approx(30.41, abs=0.005), pytest.approx(23.04, abs=0.005))
+    forced, chosen = _timing(384, nccl_algo="pat"), _timing(384)
+    for kind, size in ((RS, GIB), (AG, GIB // 48)):
+        assert forced.duration_ns(members, size, kind) == pytest.approx(pat_ns, rel=1e-3)
+        assert chosen.duration_ns(members, size, kind) == pytest.approx(ring_ns, rel=1e-3)
+    with pytest.raises(InputError, match=r"^s: cluster\.nccl_algo: pat: NCCL's PAT runs on one GPU a node .*, and "
+                                         r"this reduce-scatter has 8 on each of its 1 node, .*force ring$"):
+        forced.duration_ns(tuple(range(8)), GIB, RS)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    code, _path = _microbench(tmp_path, "all_reduce", "pat")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "Traceback" not in err
+    assert "cluster.nccl_algo: pat: NCCL's PAT runs reduce-scatters and all-gathers only, and this job issues " \
+           "an all-reduce" in err
+    assert err.endswith("leave nccl_algo out for NCCL's choice, or force ring or tree")
+
+
 def test_dgx_a100_reduce_scatter_and_all_gather_logs_where_nccl_runs_the_ring():
     """One DGX A100 node's nccl-tests logs (no NVLS on A100, PAT at one GPU a node only: NCCL
     runs the ring at every size), held out: the preset's figures were fitted on its all-reduce

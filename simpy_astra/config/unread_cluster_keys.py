@@ -4,6 +4,7 @@ spine beside that network); an algorithm's fitted share beside another algorithm
 
 from __future__ import annotations
 
+from simpy_astra.engine.nccl_tuning import FORCEABLE
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
@@ -58,7 +59,7 @@ def unused_share_keys(written: dict) -> dict[str, str]:
     forced = written.get("nccl_algo")
     out = {}
     for algo in ("tree", "nvls"):
-        why = (f"nccl_algo forces {forced}" if forced in ("ring", "tree", "nvls") and forced != algo else
+        why = (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
                "nvls is false (no NVLink SHARP)" if algo == "nvls" and written.get("nvls") is False else None)
         if why is not None and f"nccl_{algo}_efficiency" in written:
             out[f"nccl_{algo}_efficiency"] = why

@@ -116,6 +116,11 @@ def _why_not(algo: str, kind: str, shape: Shape) -> str:
     what = kind.replace("_", "-")
     if algo == "tree":
         return f"NCCL's tree runs all-reduces only, and this job issues {'an' if what[0] == 'a' else 'a'} {what}"
+    if algo == "pat" and kind == ALL_REDUCE:
+        return "NCCL's PAT runs reduce-scatters and all-gathers only, and this job issues an all-reduce"
+    if algo == "pat":
+        return (f"NCCL's PAT runs on one GPU a node (tuning.cc: PAT only supports 1 GPU per node), and this {what} "
+                f"has {shape.per_node} on each of its {shape.nodes} node{'s' if shape.nodes > 1 else ''}")
     if algo == "nvls" and shape.per_node > 1 and shape.nodes > 1:
         return (f"NCCL's NVLS {what} runs in one node (across nodes it needs CollNet), and this one spans "
                 f"{shape.nodes} nodes")

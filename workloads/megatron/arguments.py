@@ -406,10 +406,13 @@ def _transformer_engine(a: argparse.Namespace) -> bool:
 
 def _fused_attention(a: argparse.Namespace) -> bool:
     """FlashAttention (``--use-flash-attn``), or Transformer Engine's attention, which picks
-    a fused kernel unless told to run the unfused one."""
-    if a.attention_backend is not None:
+    a fused kernel unless told to run the unfused one. ``--attention-backend`` chooses among
+    Transformer Engine's kernels only (``LanguageModule`` sets ``NVTE_FLASH_ATTN``,
+    ``NVTE_FUSED_ATTN``, ``NVTE_UNFUSED_ATTN``): Megatron's own layers ignore it (notes)."""
+    te = _transformer_engine(a)
+    if a.attention_backend is not None and te:
         return a.attention_backend in ("flash", "fused", "auto")
-    return a.use_flash_attn or _transformer_engine(a)
+    return a.use_flash_attn or te
 
 
 def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob:

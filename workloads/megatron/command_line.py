@@ -260,6 +260,11 @@ _ONE_NAME = (
      # --micro-batch-size; every later one stops on it
      "no Megatron-LM takes both (Megatron, since 2020-12: --batch-size argument is no longer valid, use "
      "--micro-batch-size instead)"),
+    ("--model-parallel-size", "--tensor-model-parallel-size", "one tensor-parallel name",
+     # the tensor-parallel size of the Megatron-LM before pipelines (to 2020-12); every later one
+     # stops on it
+     "no Megatron-LM takes both (Megatron, since 2020-12: --model-parallel-size is no longer valid, use "
+     "--tensor-model-parallel-size instead)"),
     ("--encoder-seq-length", "--seq-length", "one sequence-length name",
      "Megatron takes one of them (validate_args: if args.seq_length is not None: assert "
      "args.encoder_seq_length is None)"),

@@ -24,7 +24,8 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.config.cluster import Cluster, load_cluster, presets
+from simpy_astra.config.cluster import Cluster, load_cluster
+from simpy_astra.config.cluster_presets import presets
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
@@ -66,7 +67,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
                          f"it gives the GPU count and the GPU")
     gpu_model = Gpu(**gpu)
     job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
-    check_hardware(job.fp8_requested, gpu_model, f"{where}.args")
+    check_hardware(job.fp8_requested, gpu_model, f"{where}.args", job.moe_grouped_gemm)
     if "schedule" in params:
         job = _with_schedule(params["schedule"], job, gpu_model, f"{where}.schedule")
     return job, gpu_model
@@ -251,7 +252,7 @@ def main(argv: list[str]) -> int:
                          ) from None
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
-    check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")
+    check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}", job.moe_grouped_gemm)
     run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu,
                                  "tp_link_gb_s": tp_link_gb_s(job, cluster)}, "generate megatron")
     for line in job.warnings:

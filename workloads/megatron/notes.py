@@ -5,8 +5,8 @@ Megatron's own warnings (``validate_args``: sequence parallelism at tp 1 turned 
 changes in silence (``--recompute-activations`` makes a full granularity selective), and
 arguments it takes in silence that change nothing in the step timed here: hierarchical
 context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--overlap-p2p-communication``
-on plain 1F1B, ``--fp8-format`` and
-``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), a bucket
+on plain 1F1B, ``--fp8-format``,
+``--attention-backend`` and ``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), a bucket
 size without overlapped gradients, an FP8 recipe without FP8, one activation's or position
 type's fusion switch beside another (:data:`_UNREAD`), and a batch-size ramp, whose steps before its end are smaller than the one timed. A study that sweeps
 such an argument should not read a flat line as a finding.
@@ -99,6 +99,11 @@ def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
                    f"local): Transformer Engine's fp8_autocast casts only its own modules, so the step runs in "
                    f"{'fp16' if a.fp16 else 'bf16' if a.bf16 else 'fp32'}, as Megatron runs it; use --transformer-impl "
                    f"transformer_engine for FP8 layers, or remove --fp8-format")
+    if not te and a.attention_backend in ("flash", "fused", "auto"):
+        out.append(f"{where}: --attention-backend {a.attention_backend} changes nothing with Megatron's own layers "
+                   f"(--transformer-impl local): it picks among Transformer Engine's attention kernels (the "
+                   f"NVTE_*_ATTN variables), and Megatron's own attention runs unfused, as this step does; use "
+                   f"--transformer-impl transformer_engine for fused attention, or remove --attention-backend")
     if not te and a.tp_comm_overlap and a.tensor_model_parallel_size > 1:
         out.append(f"{where}: --tp-comm-overlap changes nothing with Megatron's own layers (--transformer-impl "
                    f"local): only Transformer Engine's layers overlap their tensor-parallel communication (its "

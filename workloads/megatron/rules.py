@@ -26,7 +26,7 @@ from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_bat
 from simpy_astra.workloads.megatron.layer_pattern import has_dense_layers
 
 if TYPE_CHECKING:
-    from simpy_astra.config.cluster import Gpu
+    from simpy_astra.workloads.megatron.kernels import Gpu
 
 
 def legacy_names(a: argparse.Namespace) -> bool:
@@ -53,15 +53,23 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
     for family in (_layout, _attention, pipeline_rules.check, _batch, _precision, _fp8_era, _optimizer, _recompute,
-                   _overlap, _experts, _activation, _optimizer_copies):
+                   _overlap, _experts, _activation, _optimizer_copies, _legacy_models):
         family(a, gpus, others, where)
 
 
-def check_hardware(fp8: bool, gpu: Gpu, where: str) -> None:
+def check_hardware(fp8: bool, gpu: Gpu, where: str, grouped_gemm: bool = False) -> None:
+    """Rules on the GPU the job runs on: FP8 needs FP8 units; ``--moe-grouped-gemm`` an Ampere
+    or newer GPU, known by its name (a name of no known generation is not refused)."""
+    from simpy_astra.config.cluster import gpu_generation  # (config.cluster imports this package)
     if fp8 and not gpu.fp8_tflops:
         refuse(where, "fp8 needs fp8 hardware",
                f"--fp8-format needs a GPU with FP8 tensor cores (Hopper or newer); the preset's {gpu.name} has "
                f"none (gpu.fp8_tflops is 0): Transformer Engine refuses FP8 on it")
+    if grouped_gemm and gpu_generation(gpu.name) == "volta":
+        refuse(where, "grouped GEMM needs compute capability 8",
+               f"--moe-grouped-gemm on {gpu.name}, a GPU of compute capability under 8.0 (Megatron: Unsupported "
+               f"compute capability for GroupedGEMM kernels.); run on an Ampere or newer GPU, or remove "
+               f"--moe-grouped-gemm")
 
 
 def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where: str,
@@ -455,3 +463,26 @@ def _optimizer_copies(a: argparse.Namespace, gpus: int, others: dict, where: str
                f"--num-distributed-optimizer-instances {copies} needs --use-distributed-optimizer and a copy count "
                f"that divides the {dp_cp} data- and context-parallel ranks and the {expert_dp} expert data-parallel "
                f"ones (Megatron: Data parallel size should be divisible by partial DistOpt shard factor)")
+
+
+def _legacy_models(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """``--use-legacy-models`` (Megatron-LM 2024-05 to 2026-05: the GPT model from before
+    Megatron-Core, ``megatron/legacy/model``): ``validate_args`` refuses what only Megatron-Core's
+    model has, in every release with the flag."""
+    if "--use-legacy-models" not in others:
+        return
+    if a.overlap_param_gather:
+        refuse(where, "legacy models take no parameter-gather overlap",
+               "--use-legacy-models with --overlap-param-gather (Megatron: --overlap-param-gather only supported "
+               "with MCore models); remove one of them")
+    if a.context_parallel_size > 1:
+        refuse(where, "legacy models take no context parallelism",
+               f"--use-legacy-models with --context-parallel-size {a.context_parallel_size} (Megatron: Context "
+               f"parallelism is not supported in legacy models.); remove --use-legacy-models, or set cp 1")
+    for flag, why in (("--rotary-interleaved", "--rotary-interleaved is not supported in legacy models."),
+                      ("--decoupled-lr", "--decoupled-lr and --decoupled-min-lr is not supported in legacy models."),
+                      ("--decoupled-min-lr", "--decoupled-lr and --decoupled-min-lr is not supported in legacy "
+                                             "models.")):
+        if flag in others:
+            refuse(where, "legacy models take only their own arguments",
+                   f"--use-legacy-models with {flag} (Megatron: {why}); remove one of them")
