@@ -132,6 +132,9 @@ class TraceFiles:
         folder = os.path.dirname(prefix)
         missing = []
         while folder and not os.path.exists(folder):
+            if os.path.islink(folder):  # makedirs then said only "(File exists)"
+                raise unwritable(f"cannot create the folder {folder!r}: it is a symlink that leads nowhere (a loop, "
+                                 f"or to a missing path); mend the link, or give another prefix")
             missing.append(folder)
             folder = os.path.dirname(folder)
         for path in reversed(missing):

@@ -358,6 +358,8 @@ def _remove(path: str) -> None:
 
 def make_folder(path: Any, what: str) -> None:
     """``mkdir -p`` whose failure (a file in the way, permission, full disk) is one line."""
+    if path is None or not str(path).strip():  # makedirs('') failed as "its folder accepts no new folders"
+        raise InputError(f"{what}: must be a folder path (got {'an empty string' if path == '' else repr(path)})")
     try:
         os.makedirs(path, exist_ok=True)
     except FileExistsError:  # exist_ok is for folders: something else has the name
