@@ -67,6 +67,7 @@ from simpy_astra.config import (
 from simpy_astra.config.cluster_system import refuse_unplayed_algorithms
 from simpy_astra.config.comm_groups import WrittenGroups
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
+from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
@@ -213,7 +214,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         raise InputError(f"{path}: {got}; a scenario is a mapping with workload: and either cluster: "
                          f"{{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists them)")
     _refuse_another_input(path, doc)
-    refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
+    refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario", key_home)
     refuse_label_values(path, doc, "scenario")
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:

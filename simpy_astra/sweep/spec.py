@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.errors import InputError
@@ -380,7 +381,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
-    refuse_unknown_keys(f"{path}: base", base, SCENARIO_KEYS, "scenario")
+    refuse_unknown_keys(f"{path}: base", base, SCENARIO_KEYS, "scenario", key_home)
     check_axis_values(path, axes, base, axis_paths)
     goals = read_goals(path, doc, axes, base)
     return SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
