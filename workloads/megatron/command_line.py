@@ -150,6 +150,8 @@ def _stray(tokens: list[str], i: int, arity: dict[str, int | str]) -> str:
     flag = before.partition("=")[0]
     if before.startswith("--") and "=" not in before:
         return f"{word!r} follows {flag}, which takes no value"
+    if before.startswith("--") and before.endswith("="):  # '--tp= 2': a space after the '='
+        return f"{word!r} follows {before!r}, whose value after the '=' is empty; write {flag}={word} or {flag} {word}"
     owner = next((t for t in reversed(tokens[:i]) if t.startswith("--")), "")
     return f"{word!r} follows {owner.partition('=')[0]} {before!r}, which takes one value" if owner else \
         f"{word!r} follows {before!r}, which is no flag"
@@ -182,11 +184,19 @@ SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size
                "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
 
 
+#: a default no Megatron-LM names, by the one flag that turns it off
+_OPPOSITES = {"--add-bias-linear": "--disable-bias-linear"}
+
+
 def suggestion(flag: str, known: list[str]) -> str:
     """'; did you mean --FLAG?' for a misspelt flag: its spelling in lower case with - for _
     (``--TENSOR_MODEL_PARALLEL_SIZE``), a short name (``--tp``: no flag, in any release), else
     the closest spelling."""
     folded = "--" + flag.lstrip("-").lower().replace("_", "-")
+    negated = _OPPOSITES.get(folded, "--no-" + folded[2:])
+    if folded != negated and negated in known:  # --gradient-accumulation-fusion: only its opposite exists
+        return (f"; Megatron-LM has only its opposite, {negated}: what that turns off is on by default, so leave "
+                f"{flag} out")
     by_short = {short.replace("_", "-"): f"--{name}" for name, short in SHORT_NAMES.items()}
     near = ([folded] if folded in known else [by_short[folded[2:]]] if folded[2:] in by_short else
             difflib.get_close_matches(flag, known, n=1, cutoff=0.75))
