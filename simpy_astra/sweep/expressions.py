@@ -244,9 +244,14 @@ def type_mismatch(text: str, values: dict[str, Any], choices: dict[str, tuple[An
                     continue
                 said = const.value
                 seen = choices.get(name.id, (values[name.id],))
+                equality = isinstance(node.ops[i], ast.Eq | ast.NotEq)
+                if all(v is None for v in seen) and said is not None and equality:  # was "values are numbers (None)"
+                    return (f"compares {name.id}, which is null at every point (nothing sets it), with {said!r}: "
+                            f"never equal; set it in the base or on an axis, or compare it with == null")
+                seen = tuple(v for v in seen if v is not None) or seen  # a null is neither kind
                 if not all(isinstance(v, str) != isinstance(said, str) for v in seen):
                     continue
-                kind = "strings" if isinstance(values[name.id], str) else "numbers"
+                kind = "strings" if isinstance(seen[0], str) else "numbers"
                 if isinstance(said, str):
                     number = _number_in(said)
                     fix = None if number is None else ast.Constant(number)
