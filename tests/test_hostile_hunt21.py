@@ -14,7 +14,14 @@ import yaml
 
 from simpy_astra.cli.main import main
 from tests.scenario_files import DEFAULT as DEFAULT_DOC
-from tests.scenario_files import SCENARIOS, TINY_GPT_ARGS, error_lines, megatron_scenario, write_yaml
+from tests.scenario_files import (
+    SCENARIOS,
+    TINY_GPT_ARGS,
+    error_lines,
+    megatron_scenario,
+    megatron_sweep,
+    write_yaml,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NCCL = ROOT / "tests" / "data" / "nccl" / "dgx-a100-superbench"
@@ -174,3 +181,93 @@ def test_a_top_level_key_of_the_cluster_or_the_workload_is_told_where_it_goes(tm
     sweep = write_yaml(tmp_path, {"base": doc, "axes": {"cluster.gpus": [8]}}, "sweep.yaml")
     assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: base: field '{key}' is not a scenario field; {said}"]
+
+
+@pytest.mark.parametrize(("flag", "opposite"), [
+    ("--add-bias-linear", "--disable-bias-linear"),
+    ("--gradient-accumulation-fusion", "--no-gradient-accumulation-fusion"),
+    ("--bias-swiglu-fusion", "--no-bias-swiglu-fusion"),
+])
+def test_a_default_no_megatron_names_is_refused_as_its_argparse_refuses_it(tmp_path, capsys, flag, opposite):
+    # before: each ran in silence, doing nothing, though no Megatron-LM has it (its argparse
+    # exits: unrecognized arguments), and '--disable-bias-linear --add-bias-linear' ran without
+    # biases, the later flag ignored
+    path = megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} --disable-bias-linear {flag}")
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: workload.args: {flag} is not an argument of Megatron-LM's pretrain_gpt.py that this "
+        f"simulator knows; Megatron-LM has only its opposite, {opposite}: what that turns off is on by default, so "
+        f"leave {flag} out"]
+
+
+def test_a_space_after_an_equals_sign_is_named(tmp_path, capsys):
+    # before: "'2' follows --tensor-model-parallel-size '--tensor-model-parallel-size=', which
+    # takes one value", which reads as if 2 were a second value
+    path = megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} --tensor-model-parallel-size= 2")
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: workload.args: '2' follows '--tensor-model-parallel-size=', whose value after the '=' is "
+        f"empty; write --tensor-model-parallel-size=2 or --tensor-model-parallel-size 2 (Megatron's argparse: "
+        f"unrecognized arguments: 2)"]
+
+
+TP_AXIS = {"workload.args.tensor-model-parallel-size": [1, 2, 4]}
+
+
+def test_a_constraint_on_a_flag_no_point_sets_says_it_is_null(tmp_path, capsys):
+    # before: "it compares recompute_granularity, whose values are numbers (None), with the
+    # string 'full': a number and a string are never equal": the flag is unset, not a number
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=["recompute_granularity == 'full'"])
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: constraints: 'recompute_granularity == 'full'' leaves no point to run: it compares "
+        f"recompute_granularity, which is null at every point (nothing sets it), with 'full': never equal; set it "
+        f"in the base or on an axis, or compare it with == null"]
+
+
+def test_an_axis_of_words_with_a_null_is_not_called_numbers(tmp_path, capsys):
+    # before: "nccl_algo, whose values are numbers ('ring')": its first point's null was read
+    # as a number
+    sweep = megatron_sweep(tmp_path, {"cluster.nccl_algo": [None, "ring"]}, constraints=["nccl_algo == 3"])
+    err = error_lines(capsys, ["sweep", sweep, "--list"])
+    assert len(err) == 1 and "nccl_algo, whose values are strings ('ring'), with the number 3" in err[0], err
+
+
+@pytest.mark.parametrize("constraint", ["hidden_size / (tp - 1) > 100", "hidden_size % (tp - 1) == 0"])
+def test_a_constraint_dividing_by_zero_names_the_point(tmp_path, capsys, constraint):
+    # before: "'...' cannot be evaluated (ZeroDivisionError: division by zero)", Python's words,
+    # naming neither the point nor the fix
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=[constraint])
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: constraints: '{constraint}' divides by zero at the point tp=1; leave that point out first "
+        f"(e.g. 'x != 0 and ...', whose 'and' stops there)"]
+    guarded = megatron_sweep(tmp_path, TP_AXIS, constraints=[f"tp != 1 and {constraint}"])
+    assert main(["sweep", guarded, "--list"]) == 0
+    assert "tp=1" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("axis", "said"), [
+    (None, "the axis is written empty (YAML reads it as null); give its values, e.g. [1, 2], or [null] for one "
+           "point that leaves the field out"),
+    ({"values": None, "as": "t"}, "values: written empty (YAML reads it as null); give the axis's values, e.g. "
+                                  "[1, 2], or [null] for one point that leaves the field out"),
+])
+def test_an_axis_written_empty_is_refused_not_run_as_one_null_point(tmp_path, capsys, axis, said):
+    # before: 'workload.args.tensor-model-parallel-size:' with its values forgotten was a sweep
+    # of one point, tp=null, the flag left out; an empty list was refused already
+    sweep = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": axis})
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: workload.args.tensor-model-parallel-size: {said}"]
+
+
+@pytest.mark.parametrize(("cut", "said"), [
+    (3000, "truncated result row: needs time, algbw and busbw (out-of-place) after the type columns"),
+    (2500, "truncated result row: the in-place columns stop after 1 of time, algbw, busbw"),
+])
+def test_a_log_cut_mid_row_says_so_and_what_to_remove(tmp_path, capsys, cut, said):
+    # before: the line and "truncated result row" alone, though the row is the file's last:
+    # a log cut short (a killed job, a partial copy), whose rows above are whole
+    log = tmp_path / "cut.log"
+    log.write_bytes((NCCL / "all_reduce.log").read_bytes()[:cut])
+    line = len(log.read_text().splitlines())
+    err = error_lines(capsys, ["calibrate", str(log), "--network", str(NCCL / "network.yml"), "--out",
+                               str(tmp_path / "fit")])
+    assert err == [f"error: {log}:{line}: {said}; the log ends here, cut mid-row (a job killed or a copy cut "
+                   f"short?): remove this line to fit the rows above it"]

@@ -305,7 +305,13 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
                                      f"both as whole numbers of bytes and elements (was the log edited?)")
         if cols is None or not _looks_like_row(words):
             continue
-        row = _parse_row(path, lineno, words, cols)
+        try:
+            row = _parse_row(path, lineno, words, cols)
+        except InputError as exc:
+            if "truncated result row" in exc.message and not any(rest.strip() for rest in lines[lineno:]):
+                raise InputError(f"{exc.message}; the log ends here, cut mid-row (a job killed or a copy cut "
+                                 f"short?): remove this line to fit the rows above it") from None
+            raise
         earlier = seen_sizes.get((tables, row.size_bytes, row.count, row.dtype, row.redop)) if row.size_bytes else None
         if earlier is not None and earlier.time_us != row.time_us:
             raise _err(path, lineno, f"size {row.size_bytes} is also on line {earlier.line} of this table, "
