@@ -271,3 +271,18 @@ def test_a_log_cut_mid_row_says_so_and_what_to_remove(tmp_path, capsys, cut, sai
                                str(tmp_path / "fit")])
     assert err == [f"error: {log}:{line}: {said}; the log ends here, cut mid-row (a job killed or a copy cut "
                    f"short?): remove this line to fit the rows above it"]
+
+
+def test_experts_in_no_layer_of_the_pattern_are_warned_of(tmp_path, capsys):
+    # before: --num-experts 4 with --moe-layer-freq '[0]*2' ran the dense step in silence (the
+    # pattern gives no layer experts): a sweep over num-experts drew a flat line
+    from tests.wrapped_lines import plain
+
+    moe = megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} --num-experts 4 --moe-layer-freq '[0]*2'")
+    assert main(["run", moe, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert plain(captured.err).strip().splitlines() == [
+        f"warning: {moe}: workload.args: --num-experts 4 changes nothing: --moe-layer-freq's pattern puts experts "
+        f"in no layer (all 0s), so every layer keeps its dense MLP, as in Megatron-LM; put a 1 where a layer has "
+        f"experts, or remove --num-experts"]
+    assert captured.out == _headline(capsys, megatron_scenario(tmp_path, name="dense.yaml"))

@@ -81,6 +81,10 @@ def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
             them = "them" if len(named) > 1 else "it"
             out.append(f"{where}: {' and '.join(named)} change{'' if len(named) > 1 else 's'} nothing {why}, as in "
                        f"Megatron-LM; {fix}, or remove {them}")
+    if a.num_experts and isinstance(a.moe_layer_freq, tuple) and not any(a.moe_layer_freq):
+        out.append(f"{where}: --num-experts {a.num_experts} changes nothing: --moe-layer-freq's pattern puts experts in "
+                   f"no layer (all 0s), so every layer keeps its dense MLP, as in Megatron-LM; put a 1 where a layer "
+                   f"has experts, or remove --num-experts")
     if a.sequence_parallel and a.tensor_model_parallel_size == 1:
         out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
                    f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
