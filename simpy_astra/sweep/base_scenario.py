@@ -20,8 +20,9 @@ FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm
 def absolute_preset(value: Any, folder: str) -> Any:
     """A cluster preset named by a relative path (``./my.yaml``) as ``run`` finds it: beside the
     file that names it (a point runs from a temporary folder); a preset's name stays a name."""
-    if (isinstance(value, str) and value.endswith((".yaml", ".yml")) and not os.path.isabs(value)
-            and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):
+    if (isinstance(value, str) and value and not os.path.isabs(value)
+            and (value.endswith((".yaml", ".yml")) or os.path.lexists(os.path.join(folder, value)))
+            and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):  # a copy named without .yaml too
         return os.path.join(folder, value)
     return value
 
