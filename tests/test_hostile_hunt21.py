@@ -286,3 +286,74 @@ def test_experts_in_no_layer_of_the_pattern_are_warned_of(tmp_path, capsys):
         f"in no layer (all 0s), so every layer keeps its dense MLP, as in Megatron-LM; put a 1 where a layer has "
         f"experts, or remove --num-experts"]
     assert captured.out == _headline(capsys, megatron_scenario(tmp_path, name="dense.yaml"))
+
+
+def test_a_sweep_over_a_preset_copy_without_the_yaml_suffix_reads_it_beside_the_sweep(tmp_path, capsys):
+    # before: the point was marked 'will fail: ... './my-cluster' is not a preset ... nor a YAML
+    # file' (a relative value without .yaml was not resolved beside the sweep file either)
+    shutil.copy(PRESETS / "dgx-h100.yaml", tmp_path / "my-cluster")
+    sweep = megatron_sweep(tmp_path, {"cluster.preset": ["dgx-h100", "./my-cluster"]})
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "preset=./my-cluster" in out and "will fail" not in out, out
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    ("--account-for-embedding-in-pipeline-split", "at --pipeline-model-parallel-size 1: one stage holds every "
+                                                  "layer, the embedding and the loss"),
+    ("--use-tp-pp-dp-mapping", "at --pipeline-model-parallel-size 1: without pp, tp-cp-ep-pp-dp and tp-cp-ep-dp-pp "
+                               "order the ranks alike"),
+    ("--no-overlap-p2p-communication", "without the interleaved schedule"),
+    ("--accumulate-allreduce-grads-in-fp32", "without --fp16: Megatron accumulates and reduces bf16's (and fp32's) "
+                                             "gradients in fp32 already"),
+])
+def test_a_flag_that_changes_nothing_at_this_layout_is_warned_of(tmp_path, capsys, extra, why):
+    # before: each ran the step without it in silence (Megatron takes them so): a sweep over
+    # one drew a flat line
+    from tests.wrapped_lines import plain
+
+    path = megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} {extra}")
+    assert main(["run", path, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    warnings = plain(captured.err).strip().splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"warning: {path}: workload.args: {extra} changes nothing {why}"), warnings
+    assert captured.out == _headline(capsys, megatron_scenario(tmp_path, name="plain.yaml"))
+
+
+@pytest.mark.parametrize(("argv", "what"), [
+    (lambda p: ["calibrate", str(p), "--network", str(NCCL / "network.yml"), "--out", str(p.parent / "fit")],
+     "nccl-tests log"),
+    (lambda p: ["run", str(p)], "scenario YAML file"),
+])
+def test_a_gzipped_input_is_told_to_be_decompressed(tmp_path, capsys, argv, what):
+    # before: a log fetched as .gz was "no nccl-tests result table", a gzipped scenario "is not
+    # UTF-8 text (byte 1)": neither said what the file is
+    import gzip
+
+    source = NCCL / "all_reduce.log" if "log" in what else SCENARIOS / "default.yaml"
+    packed = tmp_path / source.name
+    packed.write_bytes(gzip.compress(source.read_bytes()))
+    assert error_lines(capsys, argv(packed)) == [
+        f"error: {packed}: is gzip-compressed, not text; decompress it (gunzip) and give the file it holds; "
+        f"expected the {what}"]
+
+
+def test_a_typo_of_ten_million_experts_is_priced_without_a_kernel_each(tmp_path, capsys, monkeypatch):
+    # before: --num-experts 9999999 (a key held down) priced each of a rank's experts' kernels one
+    # by one, sixty million GEMMs: the run did not answer for minutes. Past SUMMED_EXPERTS the
+    # experts are charged as copies of one, which gives the sum to the nanosecond (below)
+    import simpy_astra.workloads.megatron.layers as layers
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    priced = []
+    real = layers.gemm_seconds
+    monkeypatch.setattr(layers, "gemm_seconds", lambda *a, **k: priced.append(1) or real(*a, **k))
+    args = f"{TINY_GPT_ARGS} --num-experts 3000 --moe-router-topk 1 --moe-router-pre-softmax"
+    assert main(["run", megatron_scenario(tmp_path, args), "--quiet"]) == 0
+    assert len(priced) < 1000, len(priced)
+    copies = capsys.readouterr().out
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache-summed"))
+    monkeypatch.setattr(layers, "SUMMED_EXPERTS", 10**6)
+    assert main(["run", megatron_scenario(tmp_path, args, "summed.yaml"), "--quiet"]) == 0
+    assert capsys.readouterr().out == copies
