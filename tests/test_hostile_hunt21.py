@@ -357,3 +357,12 @@ def test_a_typo_of_ten_million_experts_is_priced_without_a_kernel_each(tmp_path,
     monkeypatch.setattr(layers, "SUMMED_EXPERTS", 10**6)
     assert main(["run", megatron_scenario(tmp_path, args, "summed.yaml"), "--quiet"]) == 0
     assert capsys.readouterr().out == copies
+
+
+def test_a_launch_line_given_as_a_yaml_list_drops_its_launcher_as_a_string_does(tmp_path, capsys):
+    # before: args: [torchrun, --nproc_per_node, 8, pretrain_gpt.py, --num-layers, ...] was
+    # "'torchrun' comes before any flag", though the same line as one string runs
+    listed = ["torchrun", "--nproc_per_node", 8, "pretrain_gpt.py", *TINY_GPT_ARGS.split()]
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": listed},
+                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "listed.yaml")
+    assert _headline(capsys, path) == _headline(capsys, megatron_scenario(tmp_path))
