@@ -366,3 +366,13 @@ def test_a_launch_line_given_as_a_yaml_list_drops_its_launcher_as_a_string_does(
     path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": listed},
                                  "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "listed.yaml")
     assert _headline(capsys, path) == _headline(capsys, megatron_scenario(tmp_path))
+
+
+def test_a_base_that_is_a_results_csv_says_what_it_holds_and_that_a_cluster_may_stand_in(tmp_path, capsys):
+    # before: "the base scenario must be a mapping with workload (or jobs), system, network",
+    # of a results.csv named as the base, and of a Megatron base, which needs no system or network
+    (tmp_path / "results.csv").write_text("key,tp,finish_ns\nabc,1,100\n")
+    sweep = write_yaml(tmp_path, {"base": "results.csv", "axes": {"cluster.gpus": [8]}}, "sweep.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: base: results.csv holds a str, not fields; a base scenario is a mapping with workload: (or "
+        f"jobs:) and either cluster: {{preset: NAME, gpus: N}} or system: and network:"]

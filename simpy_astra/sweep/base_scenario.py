@@ -98,7 +98,11 @@ def resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[
         raise InputError(f"{where}: {raw if isinstance(raw, str) else 'it'} is a sweep (it has axes:), not a "
                          f"scenario; name a scenario{inner}, and put the axes in this sweep")
     if not isinstance(doc, dict) or ("workload" not in doc and "jobs" not in doc):
-        raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
+        named = f"{raw} " if isinstance(raw, str) else ""
+        got = (f"{named}holds no workload: or jobs:" if isinstance(doc, dict) else
+               f"{named}is empty" if doc is None else f"{named}holds a {type(doc).__name__}, not fields")
+        raise InputError(f"{where}: {got}; a base scenario is a mapping with workload: (or jobs:) and either "
+                         f"cluster: {{preset: NAME, gpus: N}} or system: and network:")
     if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's
         _resolve_jobs(doc["jobs"], base_dir)
     if isinstance(doc.get("cluster"), dict) and "preset" in doc["cluster"]:  # ./my.yaml beside the scenario
