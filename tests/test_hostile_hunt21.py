@@ -376,3 +376,14 @@ def test_a_base_that_is_a_results_csv_says_what_it_holds_and_that_a_cluster_may_
     assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: base: results.csv holds a str, not fields; a base scenario is a mapping with workload: (or "
         f"jobs:) and either cluster: {{preset: NAME, gpus: N}} or system: and network:"]
+
+
+def test_generate_under_a_folder_that_takes_no_folders_says_so(capsys):
+    # before: "--output: cannot create the folder '/proc/x' (No such file or directory)", of the
+    # very folder it was making; --out and --json-out there say that the folder takes none
+    err = error_lines(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                               "--num-npus", "4", "--output", "/proc/simpy-astra-hunt21/ar"])
+    assert len(err) == 1 and "No such file or directory" not in err[0], err
+    if os.geteuid() == 0:  # as a user, /proc refuses with 'permission denied' first
+        assert err == ["error: --output: cannot create the folder '/proc/simpy-astra-hunt21' (its folder accepts no "
+                       "new folders)"]

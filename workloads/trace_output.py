@@ -9,6 +9,7 @@ files into the working directory. These checks run before the first file is writ
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -141,7 +142,9 @@ class TraceFiles:
             try:
                 os.makedirs(path, exist_ok=True)
             except OSError as exc:
-                raise unwritable(f"cannot create the folder {path!r} ({exc.strerror or exc})") from None
+                problem = ("its folder accepts no new folders" if exc.errno == errno.ENOENT  # /proc, /sys: was
+                           else files.os_problem(exc))  # "(No such file or directory)" of the one being made
+                raise unwritable(f"cannot create the folder {path!r} ({problem})") from None
             self.made_dirs.append(path)
 
     def add(self, path: str) -> str:
