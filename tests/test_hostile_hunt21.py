@@ -387,3 +387,18 @@ def test_generate_under_a_folder_that_takes_no_folders_says_so(capsys):
     if os.geteuid() == 0:  # as a user, /proc refuses with 'permission denied' first
         assert err == ["error: --output: cannot create the folder '/proc/simpy-astra-hunt21' (its folder accepts no "
                        "new folders)"]
+
+
+@pytest.mark.parametrize(("constraint", "said"), [
+    ("gpus == 16", "(gpus is a field of cluster:, which an expression reads only from an axis: sweep cluster.gpus)"),
+    ("lr > 0", "(--lr cannot change a step's time, so no expression reads it)"),
+])
+def test_a_constraint_on_a_cluster_field_or_an_untimed_flag_says_why_it_is_unknown(tmp_path, capsys, constraint,
+                                                                                   said):
+    # before: "uses unknown name(s) ['gpus']; known: ..." and some fifty names, none of them the
+    # reason: the cluster's GPU count is no axis here, and --lr is read and ignored
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=[constraint])
+    err = error_lines(capsys, ["sweep", sweep, "--list"])
+    name = constraint.split()[0]
+    assert len(err) == 1 and err[0].startswith(
+        f"error: {sweep}: constraints[0]: '{constraint}' uses unknown name(s) ['{name}'] {said}; known: "), err
