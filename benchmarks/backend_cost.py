@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tree this script belongs to
 
-from simpy_astra.config.scenario import inputs_from_astra_flags  # noqa: E402
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags  # noqa: E402
 from simpy_astra.simulation import Simulation  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"

@@ -47,7 +47,8 @@ def child(kind: str, spec: str, backend: str | None = None) -> int:
     """Run one case or scenario in this process and print one JSON line of measurements."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     try:
-        from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+        from simpy_astra.config.astra_inputs import inputs_from_astra_flags
+        from simpy_astra.config.scenario import load_scenario
     except ImportError:  # a commit before simpy_astra/config/ (timed as a baseline)
         from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
     from simpy_astra.simulation import Simulation

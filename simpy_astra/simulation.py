@@ -19,9 +19,10 @@ from typing import Any
 import simpy
 from simpy.core import StopSimulation
 
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.network import with_python_overrides
-from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.events import fast_collection, process_in_place
@@ -32,7 +33,6 @@ from simpy_astra.engine.system_layer import SystemLayer
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import Folding, OrbitReports, fold_run, trusted_claims
 from simpy_astra.infra import horizon, stopping
-from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
@@ -189,7 +189,7 @@ class Simulation(CoSimulation):
 
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
-        if self._env.now > HORIZON_NS:  # sizes over bandwidths add up past what time can hold
+        if self._env.now > horizon.HORIZON_NS:  # sizes over bandwidths add up past what time can hold
             raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config)
         if self.jobs is not None:  # reports name physical NPUs
             self._emit(npu.report.for_npu(npu.device_id))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import write_et

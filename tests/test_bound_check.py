@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from simpy_astra.config.cluster import load_cluster, presets
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.cluster_presets import presets
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 from tests.test_cluster_placement import GIB, PRESETS
@@ -534,7 +535,7 @@ def test_blackwells_ll_ceiling_in_a_node_is_twice_hoppers(tmp_path):
 def test_a_gpus_generation_by_its_name(name, generation):
     """NCCL's constants per generation (compute capability: Ada counts as Ampere, Turing as
     Volta); a name known neither way is "" (then NVLS decides, as before)."""
-    from simpy_astra.config.cluster import gpu_generation
+    from simpy_astra.config.gpu_names import gpu_generation
 
     assert gpu_generation(name) == generation
 

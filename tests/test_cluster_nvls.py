@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from simpy_astra.config.cluster import PRESET_DIR, load_cluster
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.cluster_presets import PRESET_DIR
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
 

@@ -165,3 +165,16 @@ def test_sweep_folder_from_before_cost_usd_resumes(tmp_path):
     store.close()
     assert store.rows["k1"].get("cost_usd", "") == ""
     assert "cost_usd" in (out / "results.csv").read_text().splitlines()[0].split(",")
+
+
+def test_unused_prices_are_found_in_the_parsed_block_alone():
+    """Which prices a network's tiers never read is answered from the parsed block (the kinds
+    priced tier by tier), not by reading the raw mapping a second time; a price given as one
+    number for every tier is not one of them, and a block parsed alike compares alike."""
+    from simpy_astra.network.cost_model import CostPrices
+
+    given = CostPrices.parse({"link": {"pod": 10.0, "package": 5.0, "node": 1}, "switch": 20.0})
+    assert given.unused(("package",), "s.yaml") == [
+        f"s.yaml: cost.link.{tier} prices the {tier} tier, which no dimension of the network is on (its tiers: "
+        f"package), so it is unused; name it in cost.tiers or remove it" for tier in ("pod", "node")]
+    assert CostPrices.parse({"link": 4.0}) == CostPrices.parse({"link": dict.fromkeys(DEFAULT_PRICES["link"], 4.0)})

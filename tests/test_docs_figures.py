@@ -115,7 +115,7 @@ def test_a_pairs_time_a_page_quotes_is_what_the_run_gives(tmp_path, page, words,
                          ids=[f"{c[2]}:{c[3]}" for c in CASES])
 def test_a_reference_cases_time_on_another_backend_is_what_the_run_gives(reference_dir, monkeypatch, page, words,
                                                                         case, backend, figure):
-    from simpy_astra.config.scenario import inputs_from_astra_flags
+    from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 
     said(page, words, figure)
     spec = json.loads((reference_dir / "cases" / f"{case}.json").read_text())

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simpy_astra.config.cluster import PRESET_DIR, has_nvls
+from simpy_astra.config.cluster_presets import PRESET_DIR
+from simpy_astra.config.gpu_names import has_nvls
 from simpy_astra.config.scenario import load_scenario
 from tests.scenario_files import SCENARIOS, error_lines
 from tests.scenario_files import TINY_GPT_ARGS as ARGS

@@ -100,7 +100,7 @@ def test_an_integral_float_past_a_fields_bound_is_told_the_bound_not_an_integer_
 
 def test_a_float_past_a_flags_bound_is_not_told_an_integer_it_refuses(tmp_path, capsys):
     # '--num-queues-per-dim 1e9' was told '; write 1000000000', which the flag then refuses (1 to 4096)
-    from simpy_astra.config.scenario import MAX_QUEUES_PER_DIM
+    from simpy_astra.config.astra_inputs import MAX_QUEUES_PER_DIM
 
     argv = ["--workload-configuration=w", "--system-configuration=s.json", "--network-configuration=n.yml",
             "--remote-memory-configuration=m.json"]
@@ -214,7 +214,7 @@ def test_a_calibration_range_written_in_floats_is_told_the_range_to_write(tmp_pa
 
 def _preset_copy(tmp_path: Path, old: str, new: str) -> str:
     """A scenario on a copy of the DGX A100 preset with ``old`` replaced by ``new``."""
-    from simpy_astra.config.cluster import PRESET_DIR
+    from simpy_astra.config.cluster_presets import PRESET_DIR
 
     text = (Path(PRESET_DIR) / "dgx-a100-80gb.yaml").read_text()
     assert old in text

@@ -63,7 +63,7 @@ def test_one_cluster_field_under_both_its_names_is_refused(tmp_path, capsys, clu
 
 
 def test_a_preset_with_one_node_field_under_both_its_names_is_refused(tmp_path, capsys):
-    from simpy_astra.config.cluster import PRESET_DIR
+    from simpy_astra.config.cluster_presets import PRESET_DIR
 
     preset = tmp_path / "mine.yaml"
     text = open(f"{PRESET_DIR}/dgx-a100-80gb.yaml").read()

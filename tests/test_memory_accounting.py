@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.engine.memory_tracker import CATEGORIES, tensor_category
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import read_et

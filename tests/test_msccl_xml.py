@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.collectives.custom.msccl_xml import read_msccl_xml
-from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import EtError, read_et
 

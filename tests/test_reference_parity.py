@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from tests.conftest import REFERENCE
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.statistics import union_length
 from simpy_astra.report.breakdown import npu_breakdowns
 from simpy_astra.report.csv_tables import write_csv_reports

@@ -70,3 +70,25 @@ def test_a_network_list_written_as_its_one_value_runs_once(tmp_path, capsys):
     assert points == ["bandwidth=[50.0]", "bandwidth=25"]
     assert "bandwidth=50 sets the scenario as bandwidth=[50.0] does" in said or \
         "bandwidth=50 runs the step bandwidth=[50.0] runs" in said
+
+
+def test_an_inline_block_the_points_share_is_loaded_once(monkeypatch):
+    """Comparing points by what they run loaded each point's inline network and system again
+    (a point's run loads its own); a block the points share is now loaded once an expansion."""
+    import simpy_astra.config as config
+    from simpy_astra.sweep.same_run import AlikePoints
+
+    loads: list[str] = []
+    for name in ("network_from_mapping", "system_from_mapping"):
+        real = getattr(config, name)
+        monkeypatch.setattr(config, name, lambda *a, real=real, name=name: loads.append(name) or real(*a))
+
+    class Point:  # what AlikePoints reads of a sweep point
+        def __init__(self, label: str, scenario: dict) -> None:
+            self.key, self.label, self.scenario = label, label, scenario
+
+    alike = AlikePoints()
+    for passes in (1, 2, 3, 4):
+        alike.add(Point(f"p{passes}", copy.deepcopy(DEFAULT) | {"num_passes": passes}))
+    assert [p.label for p in alike.points] == ["p1", "p2", "p3", "p4"]
+    assert sorted(loads) == ["network_from_mapping", "system_from_mapping"]

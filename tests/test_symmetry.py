@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import IdShifts, delay_invariant_shifts
 from simpy_astra.infra.grid import Grid

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads import generated

@@ -21,7 +21,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from simpy_astra.config.cluster import gpu_generation, has_nvls
+from simpy_astra.config.gpu_names import gpu_generation, has_nvls
 from simpy_astra.engine.nccl_tuning import (
     ALGORITHMS,
     Links,

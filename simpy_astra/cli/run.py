@@ -175,7 +175,8 @@ def _run_epilog() -> str:
     """The scenario's fields and the cluster presets (listed from their folder): made only
     when help is shown, as the cluster module is not imported by a run without ``cluster:``."""
     from simpy_astra.config import scenario
-    from simpy_astra.config.cluster import CLUSTER_KEYS, presets
+    from simpy_astra.config.cluster_fields import CLUSTER_KEYS
+    from simpy_astra.config.cluster_presets import presets
 
     cluster = CLUSTER_HELP.format(presets=", ".join(presets()),
                                   keys=", ".join(sorted(CLUSTER_KEYS - {"preset", "gpus"})))
@@ -392,7 +393,8 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
 def run_scenario(argv: list[str]) -> int:
     """``run SCENARIO.yaml [flags]``."""
     args = _run_parser().parse_args(argv)
-    from simpy_astra.config.scenario import load_plugins, load_scenario
+    from simpy_astra.config.plugin_modules import load_plugins
+    from simpy_astra.config.scenario import load_scenario
 
     with PreparingNotice() as notice:  # a line after 2 s: a large job's traces take minutes
         load_plugins(args.plugin, "--plugin")
@@ -441,7 +443,8 @@ def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
         say_wrapped(line)
         if log is not None:
             log.add("warning", line.removeprefix("warning: "))
-    from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
+    from simpy_astra.config.astra_inputs import inputs_from_astra_flags
+    from simpy_astra.config.plugin_modules import load_plugins
     from simpy_astra.plugins import search_also
 
     for config in (args.system_configuration, args.network_configuration):  # their module:name specs

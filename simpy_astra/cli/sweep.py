@@ -280,7 +280,7 @@ def _main(argv: list[str]) -> int:
     from simpy_astra.sweep.store import ResultsStore
 
     if args.plugin:  # here first, so that a module that cannot load is one line before any point
-        from simpy_astra.config.scenario import load_plugins
+        from simpy_astra.config.plugin_modules import load_plugins
 
         load_plugins(args.plugin, "--plugin")
     spec = load_sweep(args.sweep, tuple(args.plugin))
@@ -320,7 +320,7 @@ def _main(argv: list[str]) -> int:
     _out_given(args.out)
     _not_stdout(args.out, "--out", "folder")
     made = _absent(args.out)
-    store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed)
+    store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed, same_runs=spec.same_runs)
     client = None
     try:  # the folder stays locked until best.json and the plots are written too
         todo = [p for p in points if not store.done(p.key)]
@@ -471,7 +471,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
                             score=_scorer(spec, points))
     wall_s = time.perf_counter() - t0
     if not outcome.interrupted:  # every point has its row: in sweep order, whatever finished first
-        store.in_sweep_order([p.key for p in points])
+        store.in_sweep_order(spec.order)
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)

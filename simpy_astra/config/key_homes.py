@@ -5,7 +5,7 @@ error then says where to move it, not only which sixteen keys a scenario has."""
 
 from __future__ import annotations
 
-from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS
+from simpy_astra.config.cluster_fields import CLUSTER_KEYS, OLD_KEYS
 
 #: a generator's parameters a user may write at the top level
 _WORKLOAD_KEYS = ("generate", "args")

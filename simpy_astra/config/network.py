@@ -437,7 +437,7 @@ def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     try:
         given = CostPrices.parse(block)
         prices = given.over(net.cost)
-        unused = given.unused(block, tiers_for(net, prices), src)
+        unused = given.unused(tiers_for(net, prices), src)
     except CostSpecError as exc:
         raise InputError.at(src, exc.field, exc.problem) from None
     return dataclasses.replace(net, cost=prices, warnings=(*net.warnings, *unused))

@@ -3,7 +3,8 @@
 A FIFO, a device, a socket or a symlink to one (``/dev/zero``) is refused before it is opened,
 so no input can block a run or grow its memory without bound; a symlink loop is an error, not
 a file skipped. Reads are bounded by what the format can need (:data:`CONFIG_LIMIT_BYTES`,
-:data:`TRACE_LIMIT_BYTES`, :data:`LOG_LIMIT_BYTES`). An output may not be one of the run's
+:data:`TRACE_LIMIT_BYTES`, :data:`LOG_LIMIT_BYTES`, :data:`TABLE_LIMIT_BYTES`); a table too large
+to hold is read a line at a time (:func:`open_text_input`). An output may not be one of the run's
 inputs (each input read is remembered by device and inode), and is written to a temporary file
 beside it that replaces the target only once complete, so a stopped or failed run leaves
 nothing half-written. ``os.devnull`` is the one non-regular file accepted as an output. Every
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import re
 import stat
@@ -44,6 +46,9 @@ CONFIG_LIMIT_BYTES = 256 * 2**20
 TRACE_LIMIT_BYTES = 8 * 2**30
 #: text logs and ASTRA-sim 1.0 text workloads
 LOG_LIMIT_BYTES = 1 * 2**30
+#: CSV tables a run wrote (``--csv-out``): read a line at a time, so bounded only against a
+#: wrong path; a folded 1,536-GPU step's expanded rows are 3 GB, an unfolded nodes.csv as much
+TABLE_LIMIT_BYTES = 64 * 2**30
 #: how much one read asks for (a read of ``limit + 1`` bytes would reserve the whole bound)
 _BLOCK_BYTES = 16 * 2**20
 
@@ -223,6 +228,19 @@ def _compressed(data: bytes) -> tuple[str, str] | None:
         if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
             return name, tool
     return None
+
+
+@contextlib.contextmanager
+def open_text_input(path: Any, what: str, limit: int = TABLE_LIMIT_BYTES, *,
+                    newline: str | None = None) -> Iterator[IO[str]]:
+    """:func:`open_input` as UTF-8 text read a line at a time (a table too large to hold whole);
+    bytes that are not UTF-8 are one line naming the file, wherever they are met."""
+    with open_input(path, what, limit) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8", newline=newline)
+        try:
+            yield text
+        except UnicodeDecodeError as exc:
+            raise InputError.in_file(show(path), f"is not UTF-8 text ({exc.reason}); expected the {what}") from None
 
 
 def _foreign_bom(data: bytes) -> str | None:

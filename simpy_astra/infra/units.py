@@ -13,7 +13,7 @@ Units live in names, one suffix per unit:
   network's ``bandwidth_gbps``, 10^9 B/s for ``local_mem_bw_gbps``. New names use the three
   suffixes above; keys users already write under an older name stay accepted (a cluster's
   ``hbm_gbps``, ``l2_gbps``, ``inter_node_gbps``, in presets, scenarios and sweep axes:
-  ``config/cluster.py``'s ``OLD_KEYS``).
+  ``config/cluster_fields.py``'s ``OLD_KEYS``).
 """
 
 from __future__ import annotations

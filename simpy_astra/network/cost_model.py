@@ -91,6 +91,9 @@ class CostPrices:
 
     tiers: tuple[str, ...] | None = None
     prices: tuple[tuple[str, str, float], ...] = ()  # (kind, tier, $ per GB/s)
+    #: the kinds priced tier by tier (a mapping, not one number for every tier): their tiers
+    #: were named, so one the network lacks is a price nothing reads (:meth:`unused`)
+    by_tier: frozenset[str] = field(default=frozenset(), compare=False)
 
     @classmethod
     def parse(cls, data: Any, where: str = "cost") -> CostPrices:
@@ -122,7 +125,8 @@ class CostPrices:
                     raise CostSpecError(at, f"must be a price from 0 to {MAX_PRICE_USD:g} in dollars per GB/s "
                                             f"(got {value!r})")
                 prices[(kind, tier)] = float(value)
-        return cls(tiers, tuple((k, t, p) for (k, t), p in prices.items()))
+        return cls(tiers, tuple((k, t, p) for (k, t), p in prices.items()),
+                   frozenset(kind for kind in KINDS if isinstance(data.get(kind), dict)))
 
     def over(self, base: CostPrices | None) -> CostPrices:
         """This block's settings, with ``base``'s where this one is silent."""
@@ -130,14 +134,15 @@ class CostPrices:
             return self
         merged = {(k, t): p for k, t, p in base.prices}
         merged.update({(k, t): p for k, t, p in self.prices})
-        return CostPrices(self.tiers or base.tiers, tuple((k, t, p) for (k, t), p in merged.items()))
+        return CostPrices(self.tiers or base.tiers, tuple((k, t, p) for (k, t), p in merged.items()),
+                          self.by_tier | base.by_tier)
 
-    def unused(self, block: Any, tiers: tuple[str, ...], where: str) -> list[str]:
-        """One warning per price ``block`` (the mapping this was parsed from) gives a tier none of
-        ``tiers`` is: nothing would read it. A number for every tier is not warned of."""
+    def unused(self, tiers: tuple[str, ...], where: str) -> list[str]:
+        """One warning per price this block names for a tier none of ``tiers`` is: nothing would
+        read it. A number for every tier is not warned of."""
         return [f"{where}: cost.{kind}.{tier} prices the {tier} tier, which no dimension of the network is on "
                 f"(its tiers: {', '.join(tiers)}), so it is unused; name it in cost.tiers or remove it"
-                for kind in KINDS if isinstance(block.get(kind), dict) for tier in block[kind] if tier not in tiers]
+                for kind, tier, _ in self.prices if kind in self.by_tier and tier not in tiers]
 
     def price(self, kind: str, tier: str) -> float | None:
         for k, t, p in self.prices:

@@ -35,9 +35,10 @@ import csv
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMP_NODE
 
@@ -134,26 +135,26 @@ def layer_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]
 
 
 class LayerTable:
-    """``layers.csv``'s rows, gathered from each NPU's ``nodes.csv`` rows as they go by (the
-    walk that writes nodes.csv: a second walk worked every NPU's rows out again); ``rows`` is
-    None once a node shows the workload is not a converted text workload."""
+    """``layers.csv``'s rows, gathered from each NPU's ``nodes.csv`` rows as the walk that writes
+    nodes.csv hands them over (:meth:`add`); ``rows`` is None once a node shows the workload is
+    not a converted text workload."""
 
     def __init__(self, record: RunRecord) -> None:
         self.record = record
         self.rows: list[tuple] | None = []
         self.done: dict[int, list[tuple] | None] = {}  # representative -> its rows without the npu column
 
-    def watching(self, walk: Iterator[tuple[int, int, list[tuple]]]) -> Iterator[tuple[int, int, list[tuple]]]:
-        """``walk`` (:func:`npu_rows`'s), each NPU's layers added as it passes."""
-        for npu_id, rep, rows in walk:
-            if self.rows is not None:
-                if rep not in self.done:  # a folded run's members: their representative's
-                    self.done[rep] = _layers_of(rows, self.record.sim.npu_for(npu_id).nodes)
-                if self.done[rep] is None:
-                    self.rows = None
-                else:
-                    self.rows += [(npu_id, *row) for row in self.done[rep]]
-            yield npu_id, rep, rows
+    def add(self, npu_id: int, rep: int, rows: list[tuple]) -> None:
+        """NPU ``npu_id``'s layers, from the ``nodes.csv`` rows of the NPU simulated for it
+        (``rep``: a folded run's members are their representative's, worked out once)."""
+        if self.rows is None:
+            return
+        if rep not in self.done:
+            self.done[rep] = _layers_of(rows, self.record.sim.npu_for(npu_id).nodes)
+        if self.done[rep] is None:
+            self.rows = None
+        else:
+            self.rows += [(npu_id, *row) for row in self.done[rep]]
 
 
 def _layers_of(rows: list[tuple], nodes) -> list[tuple] | None:  # noqa: ANN001 - a graph's nodes
@@ -193,21 +194,20 @@ def _layers_of(rows: list[tuple], nodes) -> list[tuple] | None:  # noqa: ANN001 
 
 
 def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
-    from simpy_astra.infra import files
-
     with files.open_output(path, "--csv-out", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)
 
 
-def _write_nodes(folder: str, walk: Iterator[tuple[int, int, list[tuple]]]) -> list[str]:
+def _write_nodes(folder: str, walk: Iterator[tuple[int, int, list[tuple]]],
+                 each: Callable[[int, int, list[tuple]], None]) -> list[str]:
     """nodes.csv, each simulated NPU's rows once (a folded 1,536-GPU step's 10 million rows,
     every member's its representative's, took 1.0-1.9 CPU s and 883 MB after a 1.1 s
     simulation), and npus.csv, the NPU simulated for each NPU, from ``walk``
-    (:func:`npu_rows`'s); returns their paths. Unfolded, nodes.csv is what it always was."""
-    from simpy_astra.infra import files
-
+    (:func:`npu_rows`'s), each NPU's rows also handed to ``each`` as they go by (layers.csv's
+    table: a second walk worked every NPU's rows out again); returns their paths. Unfolded,
+    nodes.csv is what it always was."""
     paths = [os.path.join(folder, "nodes.csv"), os.path.join(folder, "npus.csv")]
     simulated: list[tuple[int, int]] = []  # (NPU, the NPU simulated for it)
     written: set[int] = set()
@@ -215,6 +215,7 @@ def _write_nodes(folder: str, walk: Iterator[tuple[int, int, list[tuple]]]) -> l
         out = csv.writer(f)
         out.writerow(NODE_COLUMNS)
         for npu_id, rep, rows in walk:
+            each(npu_id, rep, rows)
             if rep not in written:
                 written.add(rep)
                 out.writerows((rep, *row) for row in rows)
@@ -227,19 +228,32 @@ def expanded_rows(folder: str | os.PathLike) -> Iterator[list[str]]:
     """Every NPU's own ``nodes.csv`` rows (:data:`NODE_COLUMNS`, as strings, in NPU order,
     each NPU's by start time and node id) from the ``nodes.csv`` and ``npus.csv`` that
     ``--csv-out`` wrote into ``folder``: each NPU's rows are its simulated NPU's, its id in
-    ``npu``."""
+    ``npu``. Both are read a line at a time; only the simulated NPUs' rows are held."""
     by_simulated: dict[str, list[list[str]]] = {}
-    with open(os.path.join(folder, "nodes.csv"), newline="") as f:
+    for row in _table_rows(os.path.join(folder, "nodes.csv"), NODE_COLUMNS):
+        by_simulated.setdefault(row[0], []).append(row[1:])
+    for npu, simulated in _table_rows(os.path.join(folder, "npus.csv"), NPU_COLUMNS):
+        for row in by_simulated.get(simulated, ()):
+            yield [npu, *row]
+
+
+def _table_rows(path: str, columns: tuple[str, ...]) -> Iterator[list[str]]:
+    """The rows of a table ``--csv-out`` wrote, under its header ``columns`` (another table in
+    its place is refused, naming the file, rather than read as this one)."""
+    what = f"{os.path.basename(path)} that --csv-out writes"
+    with files.open_text_input(path, what, files.TABLE_LIMIT_BYTES, newline="") as f:
         rows = csv.reader(f)
-        next(rows)
+        header = next(rows, None)
+        if header is None:
+            raise InputError.in_file(files.show(path), f"is empty; expected the {what}")
+        if tuple(header) != columns:
+            raise InputError.in_file(files.show(path), f"has the header {','.join(header)[:60]}, not "
+                                                       f"{','.join(columns)}; expected the {what}")
         for row in rows:
-            by_simulated.setdefault(row[0], []).append(row[1:])
-    with open(os.path.join(folder, "npus.csv"), newline="") as f:
-        npus = csv.reader(f)
-        next(npus)
-        for npu, simulated in npus:
-            for row in by_simulated.get(simulated, ()):
-                yield [npu, *row]
+            if len(row) != len(columns):  # cut short (a disk filled), or edited by hand
+                raise InputError.in_file(files.show(path), f"line {rows.line_num} has {len(row)} fields, not "
+                                                           f"{len(columns)}; expected the {what}")
+            yield row
 
 
 def read_nodes(folder: str | os.PathLike) -> list[dict[str, str]]:
@@ -256,7 +270,7 @@ def write_csv_reports(record: RunRecord, folder: str, breakdowns: dict | None = 
     try:
         os.makedirs(folder, exist_ok=True)
         layers = LayerTable(record)
-        paths = _write_nodes(folder, layers.watching(npu_rows(record, breakdowns)))
+        paths = _write_nodes(folder, npu_rows(record, breakdowns), layers.add)
         if layers.rows is not None:
             paths.append(os.path.join(folder, "layers.csv"))
             _write(paths[-1], LAYER_COLUMNS, layers.rows)

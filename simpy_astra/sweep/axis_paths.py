@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Collection
 from typing import Any
 
-from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, Gpu
+from simpy_astra.config.cluster_fields import CLUSTER_KEYS, OLD_KEYS
 from simpy_astra.config.jobs import JOB_KEYS
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key
@@ -17,6 +17,7 @@ from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.megatron_args import check_flag, is_args_path
 from simpy_astra.workloads.generated import GENERATORS
+from simpy_astra.workloads.megatron.kernels import Gpu
 
 #: a scenario's keys no run reads (text for the person who wrote it)
 LABELS = ("name", "description")

@@ -275,7 +275,7 @@ def _unread_names(unknown: list[str]) -> str:
     """Why a name an expression cannot read is none: a cluster's field that no axis sweeps
     (``gpus``), or a Megatron-LM flag that cannot change a step's time (``lr``); it was told
     only a list of every known name."""
-    from simpy_astra.config.cluster import CLUSTER_KEYS  # deferred: the cluster's presets
+    from simpy_astra.config.cluster_fields import CLUSTER_KEYS  # deferred: only an unknown name needs them
     from simpy_astra.workloads.megatron.arguments import cannot_change_time
 
     said = []

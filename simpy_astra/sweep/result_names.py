@@ -21,7 +21,7 @@ TRAINING_NAMES = ("iteration_time_ns", "tflops_per_gpu", "mfu", "tokens_per_s_pe
 RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS,
                 *SWEEP_COLUMNS, "cost_usd", "wall_s", *TRAINING_NAMES)
 #: results.csv's columns that are neither an axis's nor a figure (store.py writes them)
-ROW_COLUMNS = ("key", "status", "error", "warnings", "inputs_sha256")
+ROW_COLUMNS = ("key", "status", "error", "warnings", "inputs_sha256", "same_run_as", "row_sha256")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 #: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)

@@ -34,14 +34,20 @@ class AlikePoints:
         self.points: list[Any] = []  # the sweep Points kept, in sweep order
         self._at: dict[str, tuple[int, int]] = {}  # run key -> (place in the points, warnings)
         # why -> (the point left out, the place of the one run: named when all are in)
-        self._pairs: dict[str, list[tuple[str, int]]] = {}
+        self._pairs: dict[str, list[tuple[Any, int]]] = {}
+        #: every key added, in sweep order (the points left out too: each has its row)
+        self.order: list[str] = []
         #: each cluster (and its scenario's context) -> what its run reads: a sweep's points
         #: share a few, each read once per expansion (an edited preset is read as edited next time)
         self._reads: dict[str, ClusterRead | None] = {}
+        #: each inline system or network (and its injection scale) -> as its loader reads it:
+        #: the points of a sweep share a few, each loaded once per expansion
+        self._blocks: dict[str, tuple[str, int] | None] = {}
 
     def add(self, point: Any) -> None:
         """``point`` (a sweep Point) joins the points unless one of them runs its step."""
-        key = run_key(point.scenario, self._reads)
+        key = run_key(point.scenario, self._reads, self._blocks)
+        self.order.append(point.key)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings)
             self.points.append(point)
@@ -51,14 +57,14 @@ class AlikePoints:
         if key.warnings < warned:  # the earlier point's place, the later one's writing
             kept, dropped = point, self.points[at]
             self.points[at], self._at[key.text] = point, (at, key.warnings)
-        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario, self._reads), []).append((dropped.label, at))
+        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario, self._reads), []).append((dropped, at))
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
         made one per point pair: twelve warnings of four lines); the pair itself when one."""
         out = []
         for why, pairs in self._pairs.items():
-            dropped, kept = pairs[0][0], self.points[pairs[0][1]].label
+            dropped, kept = pairs[0][0].label, self.points[pairs[0][1]].label
             if len(pairs) == 1:
                 out.append((f"axes: {dropped} sets the scenario as {kept} does" if not why else
                             f"axes: {dropped} runs the step {kept} runs ({why})") + f"; it runs once, as {kept}")
@@ -67,6 +73,29 @@ class AlikePoints:
                 out.append(f"axes: {len(pairs)} points run the step another point runs ({why}), e.g. {dropped} "
                            f"as {kept}; each runs once")
         return out
+
+    def same_runs(self) -> list[SameRun]:
+        """Each point left out, with the point whose run it shares (once all are in: a later
+        point may have taken the place of the one first run) and why, in one line."""
+        out = []
+        for why, pairs in self._pairs.items():
+            for dropped, at in pairs:
+                kept = self.points[at]
+                said = f"runs the step {kept.label} runs ({why})" if why else f"sets the scenario as {kept.label} does"
+                out.append(SameRun(dropped, kept.key, f"{dropped.label} {said}; it ran once, as {kept.label}"))
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SameRun:
+    """A sweep point left out as one that runs the step of another: results.csv gives it a row
+    pointing at that point's (``same_run_as``), its own figures empty."""
+
+    point: Any  # the sweep Point
+    #: the key of the point whose run (and row) it shares
+    runs_as: str
+    #: why, in one line (its row's warnings)
+    why: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,9 +108,11 @@ class RunKey:
     warnings: int
 
 
-def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None) -> RunKey:
+def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
+            blocks: dict[str, tuple[str, int] | None] | None = None) -> RunKey:
     """The point of ``scenario`` compared by what it runs (by its scenario where that cannot be
-    read: such a point is refused or fails on its own, saying why)."""
+    read: such a point is refused or fails on its own, saying why); ``reads`` and ``blocks``
+    keep each cluster and each inline system or network read, for the next point."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
     job = _job(scenario)
     if job is not None:
@@ -93,27 +124,36 @@ def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | Non
         doc["cluster"] = read.inputs
         warnings += read.warnings
     for key in ("system", "network"):
-        loaded = _astra_block(scenario, key)
+        loaded = _astra_block(scenario, key, {} if blocks is None else blocks)
         if loaded is not None:
             doc[key], ignored = loaded
             warnings += ignored
     return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings)
 
 
-def _astra_block(scenario: dict[str, Any], key: str) -> tuple[str, int] | None:
+def _astra_block(scenario: dict[str, Any], key: str, blocks: dict[str, tuple[str, int] | None]) -> tuple[str, int] | None:
     """An inline ``system`` or ``network`` mapping as its loader reads it (``bandwidth: 50`` as
     ``[50.0]``, a key left out as its ASTRA-sim default), and how many of its keys it warns
     change nothing; None where it is a file, names a plug-in or graph (their code is loaded at
-    the run), or is refused (the point fails on its own, saying why)."""
-    from simpy_astra.config import network_from_mapping, system_from_mapping
-
+    the run), or is refused (the point fails on its own, saying why). ``blocks`` keeps each
+    one loaded: the points of a sweep that share a block load it once."""
     block = scenario.get(key)
     if not isinstance(block, dict) or {"graph", "link-model", "switch-model"} & set(block):
         return None
     scale = scenario.get("injection_scale", 1.0)
+    scale = scale if isinstance(scale, int | float) and key == "system" else 1.0
+    text = json.dumps([key, block, scale], sort_keys=True, default=str)
+    if text not in blocks:
+        blocks[text] = _load_block(key, block, scale)
+    return blocks[text]
+
+
+def _load_block(key: str, block: dict[str, Any], scale: float) -> tuple[str, int] | None:
+    from simpy_astra.config import network_from_mapping, system_from_mapping
+
     try:
         if key == "system":
-            config = system_from_mapping(block, key, scale if isinstance(scale, int | float) else 1.0)
+            config = system_from_mapping(block, key, scale)
             warned = len(config.ignored)
         else:
             config = network_from_mapping(block, key)
@@ -218,7 +258,8 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
 
 
 def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool]) -> ClusterRead | None:
-    from simpy_astra.config.cluster import OLD_KEYS, load_cluster
+    from simpy_astra.config.cluster import load_cluster
+    from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_share_keys
     from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 

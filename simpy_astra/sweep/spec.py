@@ -54,7 +54,7 @@ from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yam
 from simpy_astra.sweep.expressions import Expression, type_mismatch
 from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
 from simpy_astra.sweep.result_names import DEFAULT_REPORT, RESULT_NAMES, TRAINING_NAMES
-from simpy_astra.sweep.same_run import AlikePoints
+from simpy_astra.sweep.same_run import AlikePoints, SameRun
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
 from simpy_astra.sweep.spec_goals import Goals, read_goals
 from simpy_astra.workloads.generated import GENERATORS
@@ -117,6 +117,10 @@ class SweepSpec:
     module_folders: tuple[str, ...] = ()
     #: one line per key of the sweep YAML no reader uses (printed before the points run)
     warnings: list[str] = field(default_factory=list)
+    #: the points :meth:`points` left out as ones that run another's step, and every point's
+    #: key in sweep order, theirs too (results.csv gives each a row)
+    same_runs: list[SameRun] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
     #: (folder, string) -> the files it names; module name -> its source files (looked up once)
     _resolved: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
     _modules: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
@@ -224,6 +228,7 @@ class SweepSpec:
                 alike.add(Point(key, coords, scenario, flags, " ".join(
                     point_words(self.axes, coords)), " ".join(point_words(self.axes, coords, terse=True))))
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
+        self.same_runs, self.order = alike.same_runs(), alike.order
         out = alike.points
         for f in self.goals.point_filters if first else ():  # 'model == 3' of an axis of words: never true
             why = f.names <= first.keys() and type_mismatch(f.text, first, self._choices())

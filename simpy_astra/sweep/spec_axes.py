@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import Any
 
-from simpy_astra.config.cluster import INTEGER_FIELDS, OLD_KEYS, check_field
+from simpy_astra.config.cluster_fields import INTEGER_FIELDS, OLD_KEYS, check_field
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axes import (

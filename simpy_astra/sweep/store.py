@@ -8,14 +8,17 @@ also records the sweep's fingerprint and a digest of every file it names: a seco
 the same folder runs only the points without a row, refuses to mix in results of a different
 base scenario or different axes, or of another simulator (its version and source digest,
 :mod:`simpy_astra.infra.source_digest`), and runs again the rows made from other contents of a file
-than the file has now (an edited config or plug-in), saying which file changed.
+than the file has now (an edited config or plug-in), saying which file changed. A point that
+runs another's step (:mod:`simpy_astra.sweep.same_run`) has a row pointing at that point's
+(status ``same``, ``same_run_as``), and each row records a digest of what the sweep wrote in
+it (``row_sha256``), so a figure edited by hand is refused rather than ranked as a run's.
 
 The folder is locked (``fcntl.flock`` on ``DIR/sweep.lock``) while a sweep uses it: a second
 sweep on the same folder would otherwise replace results.csv under the first one, which would
 go on appending to the deleted file. The lock dies with the process, even under ``kill -9``;
 a sweep that ends (done, stopped, or failed, e.g. on a full disk) removes the file too. A
 write that fails leaves no temporary file behind, and its error names the file.
-A results.csv this sweep cannot read (edited header, a corrupt row) is refused, never
+A results.csv this sweep cannot read (edited header, a corrupt or edited row) is refused, never
 rewritten: only a torn last line (a killed run's half-written row) is dropped.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import csv
 import errno
 import fcntl
+import hashlib
 import io
 import json
 import math
@@ -35,6 +39,7 @@ from simpy_astra.infra import files
 from simpy_astra.infra.source_digest import simulator_identity
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.result_names import RESULT_NAMES
+from simpy_astra.sweep.same_run import SameRun
 from simpy_astra.sweep.spec import Point, SweepSpec, inputs_digest
 
 STATUS_COLUMNS = ("status", "error")
@@ -42,8 +47,14 @@ STATUS_COLUMNS = ("status", "error")
 WARNINGS_COLUMN = "warnings"
 #: the digest of the inputs a row was made from (a folder from before it had no such column)
 INPUTS_COLUMN = "inputs_sha256"
-OPTIONAL_COLUMNS = {*RESULT_NAMES, WARNINGS_COLUMN, INPUTS_COLUMN}
-STATUSES = ("ok", "error", "invalid")  # invalid: a point Megatron refuses (validity.py)
+#: a point that runs another's step: that point's key, whose row holds the run's figures
+SAME_COLUMN = "same_run_as"
+#: a digest of the row's other values as the sweep wrote them (:func:`row_digest`): a figure
+#: edited by hand is refused, not ranked as a run's (a row from before it has none)
+DIGEST_COLUMN = "row_sha256"
+OPTIONAL_COLUMNS = {*RESULT_NAMES, WARNINGS_COLUMN, INPUTS_COLUMN, SAME_COLUMN, DIGEST_COLUMN}
+#: invalid: a point Megatron refuses (validity.py); same: a point that runs another's step
+STATUSES = ("ok", "error", "invalid", "same")
 LOCK_NAME = "sweep.lock"
 #: figures that are yes (1) or no (0): ``fits``, whether a Megatron job's memory fits its GPU
 FLAG_NAMES = ("fits",)
@@ -57,6 +68,18 @@ def csv_value(value: Any) -> str:
     if isinstance(value, str | int | float):
         return str(value)
     return json.dumps(value)
+
+
+#: what a row's digest leaves out: itself, and the host's time (two runs of a sweep give the
+#: same file but for ``wall_s``; its digest would make them differ in two columns)
+_UNDIGESTED = (DIGEST_COLUMN, "wall_s")
+
+
+def row_digest(row: dict[str, str]) -> str:
+    """The digest of a row's values as the sweep wrote them (:data:`_UNDIGESTED` aside); empty
+    values are left out, so a column a later version adds leaves an earlier row's digest as it was."""
+    written = {column: value for column, value in row.items() if column not in _UNDIGESTED and value}
+    return hashlib.sha256(json.dumps(written, sort_keys=True).encode()).hexdigest()
 
 
 def parse_figure(text: str) -> int | float | None:
@@ -131,14 +154,15 @@ class FolderLock:
 
 class ResultsStore:
     """``points``: the sweep's points, whose inputs each row records (without them, rows record
-    none and none is run again)."""
+    none and none is run again); ``same_runs``: the points that run one of theirs' step, each
+    given a row pointing at it."""
 
     def __init__(self, out_dir: str, spec: SweepSpec, points: list[Point] | None = None,
-                 retry_failed: bool = False) -> None:
+                 retry_failed: bool = False, same_runs: list[SameRun] | None = None) -> None:
         self.out_dir = out_dir
         self.csv_path = os.path.join(out_dir, "results.csv")
         self.columns = ["key", *(a.column for a in spec.axes), *RESULT_NAMES, *STATUS_COLUMNS, WARNINGS_COLUMN,
-                        INPUTS_COLUMN]
+                        INPUTS_COLUMN, SAME_COLUMN, DIGEST_COLUMN]
         #: what rerunning rows made from other contents says (one line), or None
         self.rerun_note: str | None = None
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
@@ -158,19 +182,20 @@ class ResultsStore:
             earlier, made_by = self._check_manifest(spec)
             rows, header, torn = self._read_rows()
             self._check_simulator(made_by, len(rows))
-            self._check_coordinates(rows, points or ())
+            self._check_coordinates(rows, [*(points or ()), *(s.point for s in same_runs or ())])
             self.rows: dict[str, dict[str, str]] = dict(rows)
             self._drop_rows_of_other_inputs(earlier)
             if retry_failed:
-                self.rows = {k: r for k, r in self.rows.items() if r.get("status") == "ok"}
+                self.rows = {k: r for k, r in self.rows.items() if r.get("status") in ("ok", "same")}
+            pointed = self._point_same_runs(same_runs or (), {p.key for p in points or ()})
             # a kill between the two must leave a folder the next start reads right: on a first
             # start the manifest comes first (results.csv without it is refused); on a resume
             # results.csv does (its rows now record their inputs, which the old manifest judged)
             first_start = not os.path.exists(os.path.join(out_dir, "sweep.json"))
             if first_start:
                 self._write_manifest(spec)
-            if torn or len(self.rows) < len(rows) or header != self.columns:
-                self._rewrite()  # a torn last line, rows run again, a new file or a grown header
+            if torn or len(self.rows) < len(rows) or header != self.columns or pointed:
+                self._rewrite()  # a torn last line, rows run again, a new file, a grown header, new pointers
             if not first_start:
                 self._write_manifest(spec)
             self._file = open(self.csv_path, "a", newline="")
@@ -228,6 +253,22 @@ class ResultsStore:
                            f"{changed[0]}{more} than it has now: running them again")
         for key in stale:
             del self.rows[key]
+
+    def _point_same_runs(self, same_runs: Any, point_keys: set[str]) -> bool:
+        """Give each point that runs another's step a row pointing at that point's (a row its
+        own run made, from before it was found alike, is kept), and drop the pointers of
+        points that no longer do; whether any row changed."""
+        now = {same.point.key: same for same in same_runs if same.point.key not in point_keys}
+        stale = [key for key, row in self.rows.items() if row.get("status") == "same"
+                 and (key not in now or row.get(SAME_COLUMN) != now[key].runs_as)]
+        for key in stale:
+            del self.rows[key]
+        added = [same for key, same in now.items() if key not in self.rows]
+        for same in added:
+            row = {"key": same.point.key, **{c: csv_value(v) for c, v in same.point.coordinates.items()},
+                   "status": "same", WARNINGS_COLUMN: same.why, SAME_COLUMN: same.runs_as}
+            self.rows[same.point.key] = {**row, DIGEST_COLUMN: row_digest(row)}
+        return bool(stale or added)
 
     def _grown(self, columns: list[str]) -> bool:
         """Columns of a folder from before a result column was added: it resumes (its rows leave
@@ -383,6 +424,9 @@ class ResultsStore:
             missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
             if missing:
                 return f"{missing[0]}: is empty in a point marked ok"
+        if row.get(DIGEST_COLUMN) and row[DIGEST_COLUMN] != row_digest(row):
+            return (f"was changed after the sweep wrote it ({DIGEST_COLUMN} does not match its values: a figure "
+                    f"edited, or a spreadsheet's rewriting of its numbers)")
         return None
 
     def _rewrite(self) -> None:
@@ -407,6 +451,7 @@ class ResultsStore:
         row = {"key": key, **{c: csv_value(v) for c, v in coordinates.items()},
                **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS, WARNINGS_COLUMN)},
                INPUTS_COLUMN: self.point_inputs.get(key, "")}
+        row[DIGEST_COLUMN] = row_digest(row)
         try:
             self._writer.writerow(row)
             self._file.flush()

@@ -4,7 +4,7 @@ A typo of a few digits (``--num-layers 1000000``, ``--global-batch-size 10000000
 ``cluster.gpus: 1000000000``) would otherwise spend minutes and gigabytes building a trace
 before any error. The estimate is arithmetic on the arguments, so it answers at once:
 
-- GPUs: at most :data:`~simpy_astra.config.cluster.MAX_GPUS`, the cluster's own bound (the rank
+- GPUs: at most :data:`~simpy_astra.config.cluster_fields.MAX_GPUS`, the cluster's own bound (the rank
   layout and its communicator groups hold a few entries per GPU);
 - trace nodes: a step holds up to :data:`NODES_PER_LAYER_PASS` nodes for each layer each
   micro-batch passes through (forward, recompute, backward; 9 to 17 measured, MoE and
@@ -17,7 +17,7 @@ before any error. The estimate is arithmetic on the arguments, so it answers at 
 
 from __future__ import annotations
 
-from simpy_astra.config.cluster import MAX_GPUS
+from simpy_astra.config.cluster_fields import MAX_GPUS
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.memory import parts_bytes

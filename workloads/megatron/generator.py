@@ -24,7 +24,8 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.config.cluster import Cluster, load_cluster, presets
+from simpy_astra.config.cluster import Cluster, load_cluster
+from simpy_astra.config.cluster_presets import presets
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout

@@ -26,7 +26,7 @@ from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_bat
 from simpy_astra.workloads.megatron.layer_pattern import has_dense_layers
 
 if TYPE_CHECKING:
-    from simpy_astra.config.cluster import Gpu
+    from simpy_astra.workloads.megatron.kernels import Gpu
 
 
 def legacy_names(a: argparse.Namespace) -> bool:
