@@ -15,9 +15,9 @@ from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.memory import parts_bytes
 
 SWITCHES = (
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--add-bias-linear",
+    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--bf16", "--fp16", "--cross-entropy-loss-fusion", "--disable-bias-linear", "--fp8-param-gather",
-    "--grad-reduce-in-bf16", "--gradient-accumulation-fusion", "--group-query-attention",
+    "--grad-reduce-in-bf16", "--group-query-attention",
     "--no-async-tensor-model-parallel-allreduce", "--no-bias-dropout-fusion", "--no-bias-gelu-fusion",
     "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion", "--no-scatter-gather-tensors-in-pipeline",
     "--overlap-grad-reduce", "--overlap-param-gather", "--recompute-activations", "--sequence-parallel",

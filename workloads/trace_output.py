@@ -9,6 +9,7 @@ files into the working directory. These checks run before the first file is writ
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -132,13 +133,18 @@ class TraceFiles:
         folder = os.path.dirname(prefix)
         missing = []
         while folder and not os.path.exists(folder):
+            if os.path.islink(folder):  # makedirs then said only "(File exists)"
+                raise unwritable(f"cannot create the folder {folder!r}: it is a symlink that leads nowhere (a loop, "
+                                 f"or to a missing path); mend the link, or give another prefix")
             missing.append(folder)
             folder = os.path.dirname(folder)
         for path in reversed(missing):
             try:
                 os.makedirs(path, exist_ok=True)
             except OSError as exc:
-                raise unwritable(f"cannot create the folder {path!r} ({exc.strerror or exc})") from None
+                problem = ("its folder accepts no new folders" if exc.errno == errno.ENOENT  # /proc, /sys: was
+                           else files.os_problem(exc))  # "(No such file or directory)" of the one being made
+                raise unwritable(f"cannot create the folder {path!r} ({problem})") from None
             self.made_dirs.append(path)
 
     def add(self, path: str) -> str:

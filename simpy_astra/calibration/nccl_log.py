@@ -305,7 +305,13 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
                                      f"both as whole numbers of bytes and elements (was the log edited?)")
         if cols is None or not _looks_like_row(words):
             continue
-        row = _parse_row(path, lineno, words, cols)
+        try:
+            row = _parse_row(path, lineno, words, cols)
+        except InputError as exc:
+            if "truncated result row" in exc.message and not any(rest.strip() for rest in lines[lineno:]):
+                raise InputError(f"{exc.message}; the log ends here, cut mid-row (a job killed or a copy cut "
+                                 f"short?): remove this line to fit the rows above it") from None
+            raise
         earlier = seen_sizes.get((tables, row.size_bytes, row.count, row.dtype, row.redop)) if row.size_bytes else None
         if earlier is not None and earlier.time_us != row.time_us:
             raise _err(path, lineno, f"size {row.size_bytes} is also on line {earlier.line} of this table, "
@@ -364,6 +370,8 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
                 raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {'an' if name[0] in 'aeiou' else 'a'} {name} on {n} GPUs "
                                          f"has {expected:.3f}: mixed collectives or GPU counts in "
                                          f"one log? (or pass the right --collective)")
+    for r in sorted(rows, key=lambda r: -r.size_bytes):  # the largest first: the most figures printed
+        _check_units(path, r)
     # nccl-tests prints max(sendBytes, expectedBytes) and nbytes / wordSize: count x the type's
     # bytes, times n for the collectives whose buffers hold every rank's part (common.cu)
     ranks_in_size = 1 if name in ("all_reduce", "sendrecv") else n
@@ -375,6 +383,27 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
                                      f"nccl-tests prints {'an' if name[0] in 'aeiou' else 'a'} {name}: an edited "
                                      f"row, or mixed collectives or GPU counts in one log? (or pass the right "
                                      f"--collective)")
+
+
+def _check_units(path: str, r: Row) -> None:
+    """nccl-tests prints algbw as size / time (GB/s from bytes and microseconds): a time column
+    that disagrees with it by a factor was converted or typed in other units (ms, ns), and the
+    fit read it as microseconds, silently fitting a network a thousand times too fast or slow.
+    The tolerance covers the printed roundings (algbw to 0.01, time to 4 figures)."""
+    for what, time_us, algbw in (("out-of-place", r.time_us, r.algbw),
+                                 ("in-place", r.inplace_time_us, r.inplace_algbw)):
+        if time_us is None or algbw is None or time_us <= 0 or r.size_bytes <= 0:
+            continue
+        implied = r.size_bytes / time_us / 1e3  # GB/s
+        if abs(algbw - implied) <= 0.02 * implied + 0.011:
+            continue
+        ratio = algbw / implied if algbw > 0 else 0.0
+        unit = next((f" (the time reads as in {name}, not us)" for name, factor in (("ms", 1e-3), ("ns", 1e3),
+                                                                                  ("s", 1e-6))
+                     if ratio and abs(ratio / factor - 1) < 0.05), "")
+        raise _err(path, r.line, f"{what} time {time_us:g} us and algbw {algbw:g} GB/s disagree: {r.size_bytes} B "
+                                 f"in {time_us:g} us is {implied:.4g} GB/s{unit}; nccl-tests prints the time in "
+                                 f"microseconds and algbw = size / time: give the log as it printed it")
 
 
 def parse_logs(paths: list[str], collective: str | None = None) -> list[NcclLog]:

@@ -246,6 +246,15 @@ def _checked(points: list[Point], sweep: str, spec: SweepSpec | None = None,
     return refused, failing
 
 
+def _out_given(out: str | None) -> None:
+    """A run needs ``--out``; an empty one is said to be empty (it was told to be missing)."""
+    if out is None:
+        raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
+    if not out.strip():
+        raise InputError("--out: must be a folder path (got an empty string); the folder for results.csv and "
+                         "best.json")
+
+
 def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
@@ -308,8 +317,7 @@ def _main(argv: list[str]) -> int:
         if len(failing) > 3:
             print(f"will fail: {len(failing) - 3} more point(s) (run them for their errors)")
         return 0
-    if not args.out:
-        raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
+    _out_given(args.out)
     _not_stdout(args.out, "--out", "folder")
     made = _absent(args.out)
     store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed, same_runs=spec.same_runs)

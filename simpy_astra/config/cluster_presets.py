@@ -27,6 +27,10 @@ def preset_path(name: Any, where: str, base_dir: str) -> str:
         path = os.path.normpath(name if os.path.isabs(name) else os.path.join(base_dir, name))
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
             _unreadable_preset(name, path, where, base_dir)
+        if os.path.lexists(path) and not name.endswith((".yaml", ".yml")):  # my.YAML, ./my-cluster, a folder
+            if os.path.isfile(path):
+                return path  # a file named as a path is the user's copy, whatever its suffix
+            _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
             hint = _nearest_presets(name)
             raise InputError(f"{where}.preset: {name!r}{non_ascii(name)} is not a preset ({', '.join(presets())}) "

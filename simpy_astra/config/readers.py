@@ -15,7 +15,7 @@ import os
 import re
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -488,10 +488,12 @@ def nearest_key(key: str, known: Iterable[str]) -> str | None:
     return folded[close[0]] if close else None
 
 
-def refuse_unknown_keys(src: str, data: dict[Any, Any], known: Iterable[str], what: str) -> None:
+def refuse_unknown_keys(src: str, data: dict[Any, Any], known: Iterable[str], what: str,
+                        home: Callable[[Any], str | None] = lambda key: None) -> None:
     """Our own formats (scenario, job, sweep) are strict: a key no reader uses is an error
     naming the nearest known key (a misspelt ``netwrok`` or ``axis`` would otherwise run on
-    defaults). A YAML merge key (``<<``) is refused by name: the reader does not expand it."""
+    defaults), or ``home(key)``: where a key of another mapping belongs. A YAML merge key
+    (``<<``) is refused by name: the reader does not expand it."""
     known = set(known)
     for key in data:
         if key in known:
@@ -500,7 +502,7 @@ def refuse_unknown_keys(src: str, data: dict[Any, Any], known: Iterable[str], wh
             raise InputError(f"{src}: field '<<' is a YAML merge key, which {what} files do not support; "
                              f"write the fields out (aliases such as *name work)")
         near = nearest_key(str(key), known)
-        hint = f"did you mean '{near}'?" if near else f"known: {', '.join(sorted(known))}"
+        hint = home(key) or (f"did you mean '{near}'?" if near else f"known: {', '.join(sorted(known))}")
         raise InputError(f"{src}: field '{key}'{non_ascii(key)} is not a {what} field; {hint}")
 
 

@@ -60,6 +60,7 @@ from simpy_astra.config import (
 from simpy_astra.config.astra_inputs import check_backend, check_queues, run_inputs
 from simpy_astra.config.cluster_system import refuse_unplayed_algorithms
 from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario_cluster import (
@@ -102,7 +103,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         raise InputError(f"{path}: {got}; a scenario is a mapping with workload: and either cluster: "
                          f"{{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists them)")
     _refuse_another_input(path, doc)
-    refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
+    refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario", key_home)
     refuse_label_values(path, doc, "scenario")
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:

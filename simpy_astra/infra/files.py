@@ -209,10 +209,25 @@ def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding
     if bom:  # Notepad's "Unicode", PowerShell's > redirect; first, as errors="replace" reads garbage
         raise InputError(f"{show(path)}: is {bom} text (its byte-order mark says so), not UTF-8; save "
                          f"it as UTF-8 (iconv -f {bom} -t UTF-8); expected the {what}")
+    packed = _compressed(data)
+    if packed:  # a log fetched as .gz read as "no result table", a YAML as "not UTF-8 (byte 1)"
+        name, tool = packed
+        raise InputError(f"{show(path)}: is {name}-compressed, not text; decompress it ({tool}) and give the "
+                         f"file it holds; expected the {what}")
     try:
         return data.decode(encoding, errors)
     except UnicodeDecodeError as exc:
         raise InputError.in_file(show(path), f"is not UTF-8 text (byte {exc.start}); expected the {what}") from None
+
+
+def _compressed(data: bytes) -> tuple[str, str] | None:
+    """(format, the command that unpacks it) of an archive's or compressor's magic bytes."""
+    for magic, name, tool in ((b"\x1f\x8b", "gzip", "gunzip"), (b"BZh", "bzip2", "bunzip2"),
+                              (b"\xfd7zXZ\x00", "xz", "unxz"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+                              (b"PK\x03\x04", "zip", "unzip")):
+        if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
+            return name, tool
+    return None
 
 
 @contextlib.contextmanager
@@ -376,6 +391,8 @@ def _remove(path: str) -> None:
 
 def make_folder(path: Any, what: str) -> None:
     """``mkdir -p`` whose failure (a file in the way, permission, full disk) is one line."""
+    if path is None or not str(path).strip():  # makedirs('') failed as "its folder accepts no new folders"
+        raise InputError(f"{what}: must be a folder path (got {'an empty string' if path == '' else repr(path)})")
     try:
         os.makedirs(path, exist_ok=True)
     except FileExistsError:  # exist_ok is for folders: something else has the name

@@ -38,6 +38,8 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
     problem = files.rank_file_problem(prefix) if not found else None  # one rank's file, not their prefix
     if problem:
         raise InputError(problem)
+    if not found:
+        _folder_unreadable(prefix)
     if found < n:
         where = "" if found or os.path.isabs(prefix) else f"; relative paths resolve from {os.getcwd()}"
         raise InputError.in_file(et_path(prefix, found), f"the ET file for NPU {found} does not exist; the "
@@ -67,6 +69,30 @@ def _folder_given(folder: str) -> None:
             else "it holds no PREFIX.0.et file")
     raise InputError(f"{files.show(folder)}: is a folder; a workload is the prefix of its ET files, PREFIX for "
                      f"PREFIX.0.et, PREFIX.1.et ...: {hint}")
+
+
+def _folder_unreadable(prefix: str) -> None:
+    """A prefix under a symlink loop, a dead link or a file: said so, not 'the ET file for NPU 0
+    does not exist', which sent the user looking for files where no folder can hold any. A
+    folder that is simply missing keeps that message (it names the files wanted)."""
+    import errno
+    import stat
+
+    folder = os.path.dirname(prefix)
+    while folder and not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    if not folder:
+        return
+    try:
+        mode = os.stat(folder).st_mode
+    except OSError as exc:
+        what = "a symlink loop" if exc.errno == errno.ELOOP else "a symlink to nothing"
+        raise InputError(f"{files.show(folder)}: is {what}, so no ET file of the workload {files.show(prefix)} can "
+                         f"be under it; mend the link or point the workload at its files' folder") from None
+    if not stat.S_ISDIR(mode):
+        raise InputError(f"{files.show(folder)}: is {files.non_regular_kind(mode) or 'a regular file'}, not a "
+                         f"folder, so no ET file of the workload {files.show(prefix)} can be under it; point the "
+                         f"workload at its files' folder")
 
 
 def _dead_link(path: str, npu: int) -> None:

@@ -81,6 +81,9 @@ def _is_number(x: Any) -> bool:
 
 def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     """Values of one axis (repeats and all) and its optional ``as:`` name."""
+    if raw is None:  # 'tp:' with nothing after it ran one point with the flag left out
+        raise InputError(f"{where}: the axis is written empty (YAML reads it as null); give its values, e.g. "
+                         f"[1, 2], or [null] for one point that leaves the field out")
     if not isinstance(raw, dict):
         values = list(raw) if isinstance(raw, list) else [raw]
         if not values:
@@ -102,6 +105,9 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
                          f"(got keys {sorted(raw)})")
     form = forms[0]
     if form == "values":
+        if raw["values"] is None:
+            raise InputError(f"{where}: values: written empty (YAML reads it as null); give the axis's values, "
+                             f"e.g. [1, 2], or [null] for one point that leaves the field out")
         values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
         values = [_finite(v, f"{where}: values") for v in values]
         if not values:

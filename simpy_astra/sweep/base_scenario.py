@@ -21,8 +21,9 @@ FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm
 def absolute_preset(value: Any, folder: str) -> Any:
     """A cluster preset named by a relative path (``./my.yaml``) as ``run`` finds it: beside the
     file that names it (a point runs from a temporary folder); a preset's name stays a name."""
-    if (isinstance(value, str) and value.endswith((".yaml", ".yml")) and not os.path.isabs(value)
-            and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):
+    if (isinstance(value, str) and value and not os.path.isabs(value)
+            and (value.endswith((".yaml", ".yml")) or os.path.lexists(os.path.join(folder, value)))
+            and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):  # a copy named without .yaml too
         return os.path.join(folder, value)
     return value
 
@@ -98,7 +99,11 @@ def resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[
         raise InputError(f"{where}: {raw if isinstance(raw, str) else 'it'} is a sweep (it has axes:), not a "
                          f"scenario; name a scenario{inner}, and put the axes in this sweep")
     if not isinstance(doc, dict) or ("workload" not in doc and "jobs" not in doc):
-        raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
+        named = f"{raw} " if isinstance(raw, str) else ""
+        got = (f"{named}holds no workload: or jobs:" if isinstance(doc, dict) else
+               f"{named}is empty" if doc is None else f"{named}holds a {type(doc).__name__}, not fields")
+        raise InputError(f"{where}: {got}; a base scenario is a mapping with workload: (or jobs:) and either "
+                         f"cluster: {{preset: NAME, gpus: N}} or system: and network:")
     if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's
         _resolve_jobs(doc["jobs"], base_dir)
     if isinstance(doc.get("cluster"), dict) and "preset" in doc["cluster"]:  # ./my.yaml beside the scenario

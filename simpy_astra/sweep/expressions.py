@@ -244,9 +244,14 @@ def type_mismatch(text: str, values: dict[str, Any], choices: dict[str, tuple[An
                     continue
                 said = const.value
                 seen = choices.get(name.id, (values[name.id],))
+                equality = isinstance(node.ops[i], ast.Eq | ast.NotEq)
+                if all(v is None for v in seen) and said is not None and equality:  # was "values are numbers (None)"
+                    return (f"compares {name.id}, which is null at every point (nothing sets it), with {said!r}: "
+                            f"never equal; set it in the base or on an axis, or compare it with == null")
+                seen = tuple(v for v in seen if v is not None) or seen  # a null is neither kind
                 if not all(isinstance(v, str) != isinstance(said, str) for v in seen):
                     continue
-                kind = "strings" if isinstance(values[name.id], str) else "numbers"
+                kind = "strings" if isinstance(seen[0], str) else "numbers"
                 if isinstance(said, str):
                     number = _number_in(said)
                     fix = None if number is None else ast.Constant(number)
@@ -264,6 +269,23 @@ def type_mismatch(text: str, values: dict[str, Any], choices: dict[str, tuple[An
                     return f"{what}; {hint}: {ast.unparse(fixed)}"
                 return f"{what}; compare {name.id} with one of its values"
     return None
+
+
+def _unread_names(unknown: list[str]) -> str:
+    """Why a name an expression cannot read is none: a cluster's field that no axis sweeps
+    (``gpus``), or a Megatron-LM flag that cannot change a step's time (``lr``); it was told
+    only a list of every known name."""
+    from simpy_astra.config.cluster_fields import CLUSTER_KEYS  # deferred: only an unknown name needs them
+    from simpy_astra.workloads.megatron.arguments import cannot_change_time
+
+    said = []
+    for name in unknown:
+        if name in CLUSTER_KEYS:
+            said.append(f"{name} is a field of cluster:, which an expression reads only from an axis: sweep "
+                        f"cluster.{name}")
+        elif cannot_change_time("--" + name.replace("_", "-")):
+            said.append(f"--{name.replace('_', '-')} cannot change a step's time, so no expression reads it")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 #: a name written with dashes, perhaps under a dotted path (system.endpoint-delay)
@@ -378,6 +400,7 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
         guess = f"; did you mean {', '.join(near)}?" if near else ""
         if paths:  # an axis written as under axes: (network.bandwidth): its last part names it
             guess += " (an axis is called by its path's last part, or its as: name)"
+        guess += _unread_names(sorted(unknown - set(paths)))
         also = ("; and each Megatron-LM flag this simulator reads, with _ for - (tensor_model_parallel_size; "
                 "simpy-astra generate megatron --help lists them)" if flags else "")
         raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}{guess}; "

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.errors import InputError
@@ -223,7 +224,7 @@ class SweepSpec:
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
             # cannot judge it: the point stays, and shows why it cannot run
             first = first or values
-            if all(not f.names <= values.keys() or self._keeps(f, values) for f in self.goals.point_filters):
+            if all(not f.names <= values.keys() or self._keeps(f, values, coords) for f in self.goals.point_filters):
                 alike.add(Point(key, coords, scenario, flags, " ".join(
                     point_words(self.axes, coords)), " ".join(point_words(self.axes, coords, terse=True))))
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
@@ -240,12 +241,17 @@ class SweepSpec:
     def _choices(self) -> dict[str, tuple[Any, ...]]:
         return {a.name: a.values for a in self.axes}
 
-    def _keeps(self, f: Expression, values: dict[str, Any]) -> Any:
+    def _keeps(self, f: Expression, values: dict[str, Any], coords: dict[str, Any]) -> Any:
         """Whether constraint ``f`` keeps the point of ``values``; a comparison of a number with a
-        string (``tp > "4"``) is refused saying so, not as Python's TypeError."""
+        string (``tp > "4"``) is refused saying so, not as Python's TypeError, and a division by
+        zero naming the point where it divides (it was Python's ZeroDivisionError alone)."""
         try:
             return f.evaluate(values, f"{self.path}: constraints")
-        except InputError:
+        except InputError as exc:
+            if isinstance(exc.__cause__, ZeroDivisionError):
+                raise InputError(f"{self.path}: constraints: '{f.text}' divides by zero at the point "
+                                 f"{' '.join(point_words(self.axes, coords))}; leave that point out first "
+                                 f"(e.g. 'x != 0 and ...', whose 'and' stops there)") from None
             why = type_mismatch(f.text, values, self._choices())
             if why:
                 raise InputError(f"{self.path}: constraints: '{f.text}' {why}") from None
@@ -385,7 +391,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
-    refuse_unknown_keys(f"{path}: base", base, SCENARIO_KEYS, "scenario")
+    refuse_unknown_keys(f"{path}: base", base, SCENARIO_KEYS, "scenario", key_home)
     check_axis_values(path, axes, base, axis_paths)
     goals = read_goals(path, doc, axes, base)
     return SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],

@@ -169,7 +169,6 @@ def parser() -> Parser:
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
     _bool(p, "--disable-bias-linear", help="linear layers without biases (Llama): no bias-gradient kernels")
-    _bool(p, "--add-bias-linear", help="(default) linear layers with biases")
     _bool(p, "--cross-entropy-loss-fusion", help="the vocabulary-parallel cross entropy as Megatron-Core's fused "
                                                  "kernels (--cross-entropy-fusion-impl native)")
     i("--cross-entropy-fusion-impl", choices=("native", "te"), default="native",
@@ -177,7 +176,6 @@ def parser() -> Parser:
     _bool(p, "--no-async-tensor-model-parallel-allreduce",
           help="input-gradient all-reduce not overlapped with the weight-gradient GEMM")
     _bool(p, "--no-gradient-accumulation-fusion", help="weight gradients added to main_grad by a kernel")
-    _bool(p, "--gradient-accumulation-fusion", help="(default) fused into the weight-gradient GEMM")
     _bool(p, "--use-flash-attn", help="fused attention kernel (FlashAttention)")
     i("--transformer-impl", choices=("local", "transformer_engine"), default=None,
       help="transformer_engine: fused attention (flash / cuDNN) unless --attention-backend unfused")
@@ -197,7 +195,6 @@ def parser() -> Parser:
     _bool(p, "--no-bias-gelu-fusion", help="bias and GeLU as separate kernels")
     _bool(p, "--no-bias-swiglu-fusion", help="with --swiglu: bias, SiLU and the product as separate kernels "
                                              "(the SiLU's output kept for the backward)")
-    _bool(p, "--bias-swiglu-fusion", help="(default) bias and SwiGLU in one kernel")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
     _bool(p, "--no-overlap-p2p-communication", help="interleaved 1F1B: each gradient send waited at once (by "

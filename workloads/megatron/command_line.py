@@ -24,7 +24,10 @@ from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
 #: spaces a web page or word processor puts where a shell has a plain space
-_ODD_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200b\u202f\u205f\u3000\ufeff]")
+_ODD_SPACES = re.compile(r"[\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+#: marks of no width a web page puts inside words (where a long flag may break, or a byte-order
+#: mark): removed, since as spaces they split '--tensor-model-\u200bparallel-size' in two
+_NO_WIDTH = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
 #: a shell line continuation (backslash at a line's end), or one left alone between words
 _CONTINUATION = re.compile(r"\\[ \t]*(\r?\n|$)|(?<=\s)\\(?=\s)")
 #: dashes that look like ``-`` and are not
@@ -32,8 +35,9 @@ _DASHES = {"\u2010": "hyphen", "\u2011": "non-breaking hyphen", "\u2012": "figur
            "\u2013": "en dash", "\u2014": "em dash", "\u2015": "horizontal bar", "\u2212": "minus sign",
            "\ufe63": "small hyphen-minus", "\uff0d": "full-width hyphen-minus"}
 _NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+")
-#: what a shell would have expanded: $NAME, ${NAME}, $(command), $((arithmetic))
-_SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_]|\{|\()")
+#: what a shell would have expanded: $NAME, ${NAME}, $(command), $((arithmetic)), a script's
+#: own arguments ($1, "$@", $*) and the special parameters, and `command`
+_SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_0-9@*#?!$]|\{|\()|`")
 
 
 #: a shell's own syntax in a launch script's line, read here as a word: (pattern, what it is, fix)
@@ -91,7 +95,7 @@ def words(args: object, where: str) -> list[str]:
     :data:`MAX_WORDS` of them."""
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
-        return [w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in _bounded(args, where)) if w]
+        return _launcher_dropped([w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w])
     if isinstance(args, list) and args:  # named by its item: the whole list, pasted, ran to hundreds of words
         i, bad = next((i, a) for i, a in enumerate(args) if isinstance(a, bool) or not isinstance(a, str | int | float))
         raise InputError(f"{where}: [{i}] is {show_value(bad)}: a list of arguments holds words (text or numbers), one per "
@@ -101,11 +105,16 @@ def words(args: object, where: str) -> list[str]:
     if len(args) > MAX_CHARACTERS:
         raise InputError(f"{where}: {len(args):,} characters, more than a launch script's arguments hold "
                          f"(at most {MAX_CHARACTERS:,} are read); give pretrain_gpt.py's arguments only")
-    text = _CONTINUATION.sub(" ", _ODD_SPACES.sub(" ", args))
+    text = _CONTINUATION.sub(" ", _plain(args))
     try:
         return _bounded(_launcher_dropped(shell_words.split(text)), where)
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
+
+
+def _plain(text: str) -> str:
+    """``text`` with the spaces of web pages as plain spaces and their marks of no width gone."""
+    return _NO_WIDTH.sub("", _ODD_SPACES.sub(" ", text))
 
 
 def _bounded(found: list, where: str) -> list:
@@ -141,6 +150,8 @@ def _stray(tokens: list[str], i: int, arity: dict[str, int | str]) -> str:
     flag = before.partition("=")[0]
     if before.startswith("--") and "=" not in before:
         return f"{word!r} follows {flag}, which takes no value"
+    if before.startswith("--") and before.endswith("="):  # '--tp= 2': a space after the '='
+        return f"{word!r} follows {before!r}, whose value after the '=' is empty; write {flag}={word} or {flag} {word}"
     owner = next((t for t in reversed(tokens[:i]) if t.startswith("--")), "")
     return f"{word!r} follows {owner.partition('=')[0]} {before!r}, which takes one value" if owner else \
         f"{word!r} follows {before!r}, which is no flag"
@@ -173,11 +184,19 @@ SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size
                "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
 
 
+#: a default no Megatron-LM names, by the one flag that turns it off
+_OPPOSITES = {"--add-bias-linear": "--disable-bias-linear"}
+
+
 def suggestion(flag: str, known: list[str]) -> str:
     """'; did you mean --FLAG?' for a misspelt flag: its spelling in lower case with - for _
     (``--TENSOR_MODEL_PARALLEL_SIZE``), a short name (``--tp``: no flag, in any release), else
     the closest spelling."""
     folded = "--" + flag.lstrip("-").lower().replace("_", "-")
+    negated = _OPPOSITES.get(folded, "--no-" + folded[2:])
+    if folded != negated and negated in known:  # --gradient-accumulation-fusion: only its opposite exists
+        return (f"; Megatron-LM has only its opposite, {negated}: what that turns off is on by default, so leave "
+                f"{flag} out")
     by_short = {short.replace("_", "-"): f"--{name}" for name, short in SHORT_NAMES.items()}
     near = ([folded] if folded in known else [by_short[folded[2:]]] if folded[2:] in by_short else
             difflib.get_close_matches(flag, known, n=1, cutoff=0.75))

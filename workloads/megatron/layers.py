@@ -19,7 +19,7 @@ A bias's gradient reads the output gradient once (none with ``--disable-bias-lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from simpy_astra.workloads.megatron import context_parallel
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
@@ -40,6 +40,9 @@ ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
 #: the incoming gradient, SiLU's output and x2 and writes two (10), SiLU's reads the gradient
 #: and x1 and writes one (6), and the chunk's gradient concatenates both halves (8)
 _UNFUSED_SWIGLU_FWD, _UNFUSED_SWIGLU_BWD = 10, 24
+#: a rank's experts run one by one (SequentialMLP) summed kernel by kernel up to this many; past
+#: it, as copies of one (real models hold at most a few hundred: DeepSeek-V3's 256)
+SUMMED_EXPERTS = 1024
 #: unfused rotary embedding (``rope_utils._apply_rotary_pos_emb_bshd``), bytes and kernels an
 #: element of q or k each way: forward ``t * cos`` 4, ``_rotate_half``'s negated half 2 and
 #: concatenation 4, ``* sin`` 4, the sum 6, the final concatenation 4; backward the two
@@ -294,14 +297,27 @@ class ChunkModel:
         b.add("elementwise", self._stream(copies * h, 4))  # permute
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.dispatch.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
-        for groups in self._expert_kernels(local):
-            self._mlp_forward(b, ffn, max(1, copies // local), groups)
+        self._each_expert(b, local, lambda into, groups: self._mlp_forward(into, ffn, max(1, copies // local), groups))
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.combine.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 6))  # unpermute and weigh
         self._dispatch(b, True, "moe.combine.reducescatter")
         if job.shared_ffn:
             self._mlp_forward(b, job.shared_ffn // job.tp)
+
+    def _each_expert(self, b: _Builder, local: int, kernels: Callable[[_Builder, int], object]) -> None:
+        """``kernels(builder, groups)`` for each MLP kernel of the rank's experts. Past
+        :data:`SUMMED_EXPERTS` one by one they are alike: the first runs in place (a wait it
+        closes), the rest are charged as copies of the second (10^7 experts took minutes)."""
+        groups = self._expert_kernels(local)
+        if len(groups) <= SUMMED_EXPERTS:
+            for n in groups:
+                kernels(b, n)
+            return
+        kernels(b, 1)
+        one = _Builder(_Builder() if b.weights is not None else None)
+        kernels(one, 1)
+        b.add_copies(one, len(groups) - 1)
 
     def _expert_kernels(self, local: int) -> list[int]:
         """The experts each MLP kernel of a rank runs: all ``local`` in one grouped GEMM with
@@ -331,8 +347,8 @@ class ChunkModel:
         b.add("elementwise", self._stream(copies * h, 6))  # unpermute's backward
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.combine.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
-        for groups in self._expert_kernels(local):
-            self._mlp_backward_gemms(b, ffn, max(1, copies // local), groups)
+        self._each_expert(b, local, lambda into, groups: self._mlp_backward_gemms(into, ffn, max(1, copies // local),
+                                                                                  groups))
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 4))  # permute's backward

@@ -53,7 +53,17 @@ _UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str,
     (("--no-bias-gelu-fusion",), lambda a: a.swiglu,
      "with --swiglu: Megatron fuses SwiGLU's bias by --no-bias-swiglu-fusion's setting "
      "(core_transformer_config_from_args)", "give --no-bias-swiglu-fusion"),
-    (("--overlap-p2p-communication",), lambda a: virtual_stages(a) == 1,
+    (("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"),
+     lambda a: a.pipeline_model_parallel_size == 1,
+     "at --pipeline-model-parallel-size 1: one stage holds every layer, the embedding and the loss",
+     "set --pipeline-model-parallel-size 2 or more"),
+    (("--use-tp-pp-dp-mapping",), lambda a: a.pipeline_model_parallel_size == 1,
+     "at --pipeline-model-parallel-size 1: without pp, tp-cp-ep-pp-dp and tp-cp-ep-dp-pp order the ranks alike",
+     "set --pipeline-model-parallel-size 2 or more"),
+    (("--accumulate-allreduce-grads-in-fp32",), lambda a: not a.fp16,
+     "without --fp16: Megatron accumulates and reduces bf16's (and fp32's) gradients in fp32 already", "it is for "
+     "--fp16"),
+    (("--overlap-p2p-communication", "--no-overlap-p2p-communication"), lambda a: virtual_stages(a) == 1,
      "without the interleaved schedule: Megatron overlaps pipeline sends only in interleaved 1F1B and turns "
      "overlap_p2p_comm off otherwise (non-interleaved schedule does not support overlapping p2p communication)",
      "add --num-layers-per-virtual-pipeline-stage N"),
@@ -81,6 +91,10 @@ def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
             them = "them" if len(named) > 1 else "it"
             out.append(f"{where}: {' and '.join(named)} change{'' if len(named) > 1 else 's'} nothing {why}, as in "
                        f"Megatron-LM; {fix}, or remove {them}")
+    if a.num_experts and isinstance(a.moe_layer_freq, tuple) and not any(a.moe_layer_freq):
+        out.append(f"{where}: --num-experts {a.num_experts} changes nothing: --moe-layer-freq's pattern puts experts in "
+                   f"no layer (all 0s), so every layer keeps its dense MLP, as in Megatron-LM; put a 1 where a layer "
+                   f"has experts, or remove --num-experts")
     if a.sequence_parallel and a.tensor_model_parallel_size == 1:
         out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
                    f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "

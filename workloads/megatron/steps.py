@@ -93,6 +93,18 @@ class StepBuilder:
         self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
         self.current.kernels += kernels
 
+    def add_copies(self, one: StepBuilder, times: int) -> None:
+        """``times`` copies of the compute ``one`` collected (its weight-gradient work into
+        :attr:`weights`): ten thousand experts' identical kernels charged at once, not one by one."""
+        for source, target in ((one, self), (one.weights, self.weights or self)):
+            if source is None:
+                continue
+            if source.steps:
+                raise ValueError("add_copies: the copied builder must hold compute only")
+            for kind, seconds in source.current.seconds.items():
+                target.add(kind, seconds * times, 0)
+            target.current.kernels += source.current.kernels * times
+
     def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
         if size_bytes <= 0:
             return
