@@ -14,15 +14,17 @@ the legacy layers never read is run without, with a warning.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from simpy_astra.errors import InputError, refuse
+from simpy_astra.workloads.megatron.job import MegatronJob
 
 FLAG = "--use-legacy-models"
 
 
 def check(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     """Refuse what every Megatron-LM with ``--use-legacy-models`` refuses of ``a``."""
-    if FLAG not in others:
+    if not a.use_legacy_models:
         return
     if a.overlap_param_gather:
         refuse(where, "legacy models take no parameter-gather overlap",
@@ -63,3 +65,30 @@ def _checkpoint_format(others: dict, where: str) -> None:
                f"{FLAG} with --ckpt-format {fmt} (Megatron: legacy model format only supports the 'torch' "
                f"checkpoint format.); add --ckpt-format torch")
 
+
+def priced(job: MegatronJob, a: argparse.Namespace, where: str) -> MegatronJob:
+    """``job`` as the legacy layers run it, with a warning for each argument they do not read:
+    ``ParallelAttention`` has no query-key layer norm (nor Transformer Engine's layer as built);
+    Transformer Engine's ``TransformerLayer`` is built without query groups or userbuffers; and
+    ``ParallelMLP`` runs SwiGLU as PyTorch's ``silu(x1) * x2``, never fused."""
+    if not a.use_legacy_models:
+        return job
+    notes = []
+    if job.qk_layernorm:
+        job = replace(job, qk_layernorm=False)
+        notes.append(f"{where}: --qk-layernorm changes nothing with {FLAG}: the legacy layers have no query-key "
+                     f"layer norm, so the step runs without, as Megatron does; remove one of them")
+    if job.transformer_engine and job.kv_heads != job.heads:
+        job = replace(job, kv_heads=job.heads)
+        notes.append(f"{where}: --group-query-attention changes nothing with {FLAG} and Transformer Engine's "
+                     f"layers: ParallelTransformer builds TransformerLayer without num_gqa_groups, so every head "
+                     f"keeps its keys and values, as this step does; add --transformer-impl local for the groups")
+    if job.transformer_engine and job.tp_comm_overlap:
+        job = replace(job, tp_comm_overlap=False)
+        notes.append(f"{where}: --tp-comm-overlap changes nothing with {FLAG}: ParallelTransformer builds "
+                     f"TransformerLayer without userbuffers, so it runs without, as Megatron does; remove one")
+    if job.swiglu and job.bias_gelu_fusion and not job.transformer_engine:
+        job = replace(job, bias_gelu_fusion=False)
+        notes.append(f"{where}: --swiglu with {FLAG} and --transformer-impl local runs unfused (ParallelMLP: "
+                     f"silu(x1) * x2, no bias-SwiGLU fusion), as this step does; remove {FLAG} for the fused kernel")
+    return replace(job, warnings=(*job.warnings, *notes))
