@@ -84,13 +84,16 @@ LEGACY_LOCAL = " --use-legacy-models --ckpt-format torch --transformer-impl loca
      "legacy model format only supports the 'torch' checkpoint format."),
     (" --ckpt-format torch", "legacy Transformer Engine layers need an fp32 softmax",
      "TransformerEngine only supports softmax compute in FP32."),
+    (" --ckpt-format torch --apply-query-key-layer-scaling", "legacy Transformer Engine layers need an fp32 softmax",
+     "you must be using fp16."),
 ])
 def test_legacy_models_save_torch_checkpoints_and_need_an_fp32_softmax_in_te_layers(extra, rule, said):
     """``validate_args`` (2025-01 on; from 2024-08 through the default ``torch_dist`` format's
     ``use_dist_ckpt``): ``assert args.ckpt_format == "torch"`` beside ``--use-legacy-models``.
     The legacy ``ParallelTransformer`` builds Transformer Engine's ``TransformerLayer`` unless
     ``--transformer-impl local`` and asserts ``config.attention_softmax_in_fp32`` for it, which
-    is ``--attention-softmax-in-fp32`` (default off) or query-key layer scaling."""
+    is ``--attention-softmax-in-fp32`` (default off) or query-key layer scaling, which it
+    then takes only in fp16 (``NVTE_APPLY_QK_LAYER_SCALING`` scales fp16 scores only)."""
     with pytest.raises(InvalidConfigurationError) as info:
         parse(BASE + " --use-legacy-models" + extra, 8, WHERE)
     assert info.value.rule == rule and said in str(info.value) and "\n" not in str(info.value)

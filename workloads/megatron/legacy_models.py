@@ -48,6 +48,11 @@ def check(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
                f"{FLAG} with Transformer Engine's layers (--transformer-impl transformer_engine, the default) "
                f"and the softmax in 16 bits (Megatron, ParallelTransformer: TransformerEngine only supports "
                f"softmax compute in FP32.); add --attention-softmax-in-fp32, or --transformer-impl local")
+    if te and a.apply_query_key_layer_scaling and not a.fp16:
+        refuse(where, "legacy Transformer Engine layers need an fp32 softmax",
+               f"{FLAG} with Transformer Engine's layers and --apply-query-key-layer-scaling outside fp16 "
+               f"(Megatron, ParallelTransformer: If --apply-query-key-layer-scaling is provided, set env-var "
+               f"NVTE_APPLY_QK_LAYER_SCALING=1 and you must be using fp16.); use --attention-softmax-in-fp32")
     if a.num_experts:
         raise InputError(f"{where}: {FLAG} with --num-experts {a.num_experts}: the legacy model's experts "
                          f"(SwitchMLP, sinkhorn top-1 routing; none at all in Transformer Engine's layers) are "
