@@ -25,7 +25,7 @@ from simpy_astra.config.network import with_python_overrides
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
-from simpy_astra.engine.events import fast_collection, process_in_place
+from simpy_astra.engine.events import fast_collection, process_in_place_or_raise
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
@@ -60,8 +60,7 @@ class Simulation(CoSimulation):
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
         (:func:`~simpy_astra.config.network.with_models`)."""
         self._take_arguments(inputs, on_report, memory_traces, env)
-        inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model,
-                                       switch_params)
+        inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model, switch_params)
         self.inputs = inputs
         self.system_config = inputs.system
         net = inputs.network
@@ -183,7 +182,7 @@ class Simulation(CoSimulation):
         """Every NPU's process ended: ``finished`` fires now; ``run()`` stops here."""
         if not event.ok:
             return  # an NPU failed: SimPy raises it, and run() reports it
-        process_in_place(self.finished, self._env.now)
+        process_in_place_or_raise(self.finished, self._env.now)
         if self._running:
             raise StopSimulation(None)
 
@@ -211,7 +210,8 @@ class Simulation(CoSimulation):
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
-        return cls(load_scenario(checked_path("from_scenario", path), backend), **kwargs)
+        return cls(load_scenario(checked_path("from_scenario", path), backend,
+                                 backend_flag="Simulation.from_scenario(backend=...)"), **kwargs)
 
     @classmethod
     def from_astra_files(cls, workload: str, system: str, network: str, remote_memory: str,
@@ -289,7 +289,7 @@ class Simulation(CoSimulation):
             unheld = self.network.board.in_flight() - sum(1 for key, _link in held_keys if key is not None)
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
                                                   last_ns=stall.last_progress_ns(self.npus), spinning=spinning,
-                                                  unheld=unheld))
+                                                  unheld=unheld, waiting=stall.waiting_phases(stuck)))
         if self.floor_check is not None:
             self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:

@@ -11,7 +11,7 @@ import yaml
 
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
-from simpy_astra.workloads import generated
+from simpy_astra.workloads import generated, trace_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = ROOT / "scenarios" / "workloads" / "step_8npus_1MB" / "step"
@@ -69,7 +69,7 @@ def test_a_change_to_the_generators_code_is_a_new_cache_folder(copying_generator
     assert len({before, edited, generated.folder_digest(code)}) == 3
 
     first = load_scenario(_scenario(tmp_path, {"generate": "copy", "size": 1})).workload_prefix
-    monkeypatch.setattr(generated, "code_digest", lambda: "another version")
+    monkeypatch.setattr(trace_cache, "code_digest", lambda: "another version")
     second = load_scenario(_scenario(tmp_path, {"generate": "copy", "size": 1})).workload_prefix
     assert first != second and copying_generator == [{"size": 1}, {"size": 1}]
 

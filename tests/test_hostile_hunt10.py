@@ -165,10 +165,10 @@ def far_peer(params, prefix):
 def users_generator_scenario(tmp_path, monkeypatch, module: str, source: str, generator: str) -> Path:
     """A 4-NPU ring scenario whose workload is ``generate: module:generator`` from ``source``,
     with a cache and a generator registry of the test's own."""
-    from simpy_astra.workloads import generated
+    from simpy_astra.workloads import generator_registry
     from tests.test_extension_misuse import SYSTEM
 
-    monkeypatch.setattr(generated, "GENERATORS", dict(generated.GENERATORS))
+    monkeypatch.setattr(generator_registry, "GENERATORS", dict(generator_registry.GENERATORS))
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     (tmp_path / f"{module}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))

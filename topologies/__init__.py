@@ -101,6 +101,23 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
         raise PluginError(user_code_problem(f"topology '{name}'", exc), exc) from None
 
 
+def refusal(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float) -> str | None:
+    """Why a plug-in's topology class refuses the network YAML's values (its ``__init__``
+    raising ValueError: a hypercube of 6 NPUs), in its words; None when it takes them, or is
+    ours. Asked when the YAML is read, so the refusal is an input error naming the file and
+    the field; any other exception is left to the run, which reports it as the class's fault."""
+    topology = lookup(name)
+    if topology is None or topology in _OURS:
+        return None
+    try:
+        topology(npus_count, bandwidth_gbps, latency_ns)
+    except ValueError as exc:
+        return " ".join(str(exc).split()) or "ValueError"
+    except Exception:  # noqa: BLE001 - theirs, reported where the run builds it
+        return None
+    return None
+
+
 _CHECKED: dict[type, type] = {}
 
 

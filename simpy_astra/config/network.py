@@ -30,6 +30,7 @@ from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
 from simpy_astra.topologies import GraphSpec, GraphSpecError, networkx_dimension_values, spec_from_networkx
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.topologies import lookup as lookup_topology
+from simpy_astra.topologies import refusal as topology_refusal
 
 TOPOLOGY_NAMES = tuple(TOPOLOGY_REGISTRY)  # ASTRA-sim's three building blocks, plus ours
 
@@ -191,6 +192,9 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
     specs: list[GraphSpec | None] = []
     for i, name in enumerate(topology):
         if name != "Graph":
+            refused = topology_refusal(name, npus[i], bandwidth[i], latency[i])
+            if refused:  # a class of the user's own that cannot take these values says why
+                raise InputError.at(src, f"topology[{i}]", f"({name}) {refused}")
             specs.append(None)
             continue
         try:

@@ -88,12 +88,13 @@ SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups"
 
 
 def load_scenario(path: str, backend: str | None = None, checking: bool = False,
-                  doc: Any = None) -> SimulationInputs:
+                  doc: Any = None, backend_flag: str = "--network-backend") -> SimulationInputs:
     """Read a scenario YAML and every input it names or inlines; nothing is written but a
     generated workload's cache entry. Errors name the scenario and the field as written.
     ``checking``: only its errors are wanted (``sweep --list``), so a slow generator is not run
     (``NotGenerated`` is raised where its traces would be needed). ``doc``: the file's mapping,
-    held by a caller that would write it only for this to read it back (a sweep point)."""
+    held by a caller that would write it only for this to read it back (a sweep point).
+    ``backend_flag``: how the caller gave ``backend`` (Python's ``backend=``), for its errors."""
     doc = read_yaml_file(path, "scenario YAML") if doc is None else doc
     refuse_sweep_output(path, doc, "scenario")
     if not isinstance(doc, dict):  # an empty file (or comments only) reads as None
@@ -139,11 +140,11 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
                          f"Chakra ETs, which run their graph once (a generator's own num_passes parameter writes "
                          f"iterations into its ETs): remove num_passes")
     if backend is not None:
-        chosen = check_backend("--network-backend", backend)
+        chosen = check_backend(backend_flag, backend)
     else:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if cluster is not None:
-        how = "--network-backend" if backend is not None else "field 'backend'"
+        how = backend_flag if backend is not None else "field 'backend'"
         refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
                                     reads_gpu(prepared))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):

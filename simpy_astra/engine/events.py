@@ -160,6 +160,19 @@ class _Due:
     _ok = True
 
 
+def process_in_place_or_raise(event: Event, value: Any = None) -> None:
+    """:func:`process_in_place`, then raise the error of a process it resumed that failed:
+    a run stops in the instant ``sim.finished`` fires, so a user's process that waited on it
+    and raised would otherwise never have its failure processed, and the error would be lost."""
+    waiting = list(event.callbacks or ())
+    process_in_place(event, value)
+    for callback in waiting:
+        process = getattr(callback, "__self__", None)
+        if isinstance(process, simpy.Process) and process.triggered and not process.ok:
+            process.defused = True  # raised here, once, as SimPy would raise it from run()
+            raise process.value
+
+
 def call_after(env: simpy.Environment, delay_ns: int | float, callback: Callback) -> None:
     """Run ``callback(entry)`` ``delay_ns`` from now, as its own entry on SimPy's queue: the
     entry ``Timeout(env, delay_ns).callbacks.append(callback)`` makes, in the same place

@@ -117,6 +117,19 @@ def describe(algorithm: Any) -> str:
     return f"'{algorithm.__qualname__}' ({code.co_filename}:{code.co_firstlineno})"
 
 
+def not_an_event(gen: Any, yielded: Any) -> str:
+    """The one line for an algorithm that yielded what it cannot wait on: not an event, or an
+    event of another ``simpy.Environment`` (which nothing of this run fires: a silent stall)."""
+    if isinstance(yielded, Event):
+        return (f"collective algorithm {describe(gen)} yielded {yielded!r} of another simpy.Environment, which "
+                f"this run never processes; make events with ctx.env (ctx.env.timeout(...), ctx.env.event())")
+    hint = ("; to wait for several, yield ctx.env.all_of([...])" if isinstance(yielded, (list, tuple, set)) else
+            "; to run a sub-generator, yield ctx.spawn(...) (or yield from it)" if inspect.isgenerator(yielded)
+            else "")
+    return (f"collective algorithm {describe(gen)} yielded {yielded!r}; a collective yields SimPy events "
+            f"(ctx.recv(...), ctx.endpoint(...), env.timeout(...), ...){hint}")
+
+
 class PhaseProcess(Signal, simpy.Process):
     """Runs ``generator`` as a process that starts now (not one queue entry later, as
     ``env.process`` would) and is resumed by the events it yields in the instant they
@@ -162,10 +175,8 @@ class PhaseProcess(Signal, simpy.Process):
                 self._target = event
                 event.wait_in_place(self.step)
                 return
-            if not isinstance(event, Event):
-                raise CollectiveError(f"collective algorithm {describe(gen)} yielded {event!r}; a collective "
-                                      f"yields SimPy events (ctx.recv(...), ctx.endpoint(...), "
-                                      f"env.timeout(...), ...)")
+            if not isinstance(event, Event) or event.env is not self.env:
+                raise CollectiveError(not_an_event(gen, event))
             if event.callbacks is None:  # already processed by SimPy
                 if event.ok:
                     value = event.value

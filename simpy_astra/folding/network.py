@@ -114,7 +114,7 @@ class FoldedNetwork(WithoutLinks):
         if h:
             src, dst, tag = self._to_rep(src, dst, tag, h)
         board = self.board
-        board.arrive_after(delay, board.post_send(src, dst, tag, size, fn, arg))
+        board.schedule_arrival(delay, board.post_send(src, dst, tag, size, fn, arg))
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.network.registered_name import RegisteredName
-from simpy_astra.plugins import PluginError, a_kind, import_object, origin, unfit_call
+from simpy_astra.plugins import (
+    PluginError,
+    a_kind,
+    import_object,
+    origin,
+    raised_in_users_code,
+    unfit_call,
+    user_code_problem,
+)
 
 if TYPE_CHECKING:
     import simpy
@@ -240,7 +248,12 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
     what it lacks, not an AttributeError deep in the run."""
     @functools.wraps(build)
     def checked(*args: Any, **kwargs: Any) -> Network:
-        network = build(*args, **kwargs)
+        try:
+            network = build(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - theirs is reported as theirs, ours goes on up
+            if isinstance(exc, InputError) or not raised_in_users_code(exc):  # an InputError: their words
+                raise
+            raise PluginError(user_code_problem(f"network backend '{name}', build()", exc), exc) from None
         have = getattr(network, "__dict__", {})
         missing = [m for m in _NETWORK_MEMBERS if not hasattr(type(network), m) and m not in have]
         if missing:

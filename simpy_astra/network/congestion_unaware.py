@@ -45,7 +45,7 @@ class CongestionUnawareNetwork(WithoutLinks):
         self._cache: dict[tuple[int, int, int], int] = {}
         #: a user's topology checks the route of each pair a message takes (``check_route``)
         self._user_dims = any(getattr(t, "checks_answers", False) for t in dims)
-        self._arrive_after = self.board.arrive_after
+        self._arrive_after = self.board.schedule_arrival
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
         """The delay of a message, :meth:`message_delay_ns` computed once per (src, dst, size)."""

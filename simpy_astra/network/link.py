@@ -307,6 +307,9 @@ class LinkElement(LinkResource):
                 item = yield idle  # an offer's item, or None: look at the queue again
                 if item is None:
                     continue
+            elif not hasattr(item, "size"):  # a model's dequeue gave what it was never offered
+                raise bad_return(self, "dequeue", item, "an item it was offered (enqueue(item)'s argument, "
+                                 "with its size, priority, key), or None when nothing waits")
             hold = self.hold_ns(item)
             if type(hold) is not int or hold < 0:  # the cheap test; floats are checked in full
                 hold = checked_hold_ns(self, hold)

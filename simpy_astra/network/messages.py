@@ -8,14 +8,18 @@ otherwise the arrival is remembered and a later receive completes 0 ns after it 
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections import deque
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import simpy
 
 from simpy_astra.engine.events import call_after, call_later
 from simpy_astra.engine.probes import Probed
+from simpy_astra.infra.horizon import HORIZON_NS
 
 Handler = Callable[[Any], None] | None
 
@@ -58,6 +62,17 @@ class _Entry:
             self.recv_fn(self.recv_arg)
         else:
             self.arrived = True
+
+
+def _misuse(problem: str) -> Exception:
+    """The one-line error for a backend of one's own that misused the board, naming its class
+    (the caller two frames up: its ``send``) when it has one."""
+    from simpy_astra.plugins import PluginError, class_name
+
+    caller = inspect.currentframe().f_back.f_back
+    owner = caller.f_locals.get("self") if caller is not None else None
+    who = f"network backend '{class_name(type(owner))}', {caller.f_code.co_name}(): " if owner is not None else ""
+    return PluginError(f"{who}{problem}")
 
 
 class MessageBoard(Probed):
@@ -137,9 +152,23 @@ class MessageBoard(Probed):
         """The message ``entry`` (from :meth:`post_send`) reached its destination."""
         entry()
 
-    def arrive_after(self, delay_ns: int, entry: _Entry) -> None:
-        """Schedule the arrival of ``entry`` (from :meth:`post_send`) ``delay_ns`` from now."""
+    def schedule_arrival(self, delay_ns: int, entry: _Entry) -> None:
+        """Schedule the arrival of ``entry`` (from :meth:`post_send`) ``delay_ns`` (whole ns >= 0,
+        checked by the caller: our backends) from now."""
         call_after(self.env, delay_ns, entry)
+
+    def arrive_after(self, delay_ns: float, entry: _Entry) -> None:
+        """:meth:`schedule_arrival` for a backend of one's own (docs/backends.md): ``delay_ns`` a
+        finite number >= 0 within the horizon, a fraction cut to whole ns; ``entry`` what this
+        board's :meth:`post_send` returned. Anything else is one line naming the caller."""
+        if not (isinstance(delay_ns, Real) and not isinstance(delay_ns, bool) and math.isfinite(delay_ns)
+                and 0 <= delay_ns <= HORIZON_NS):
+            raise _misuse(f"board.arrive_after({delay_ns!r}, entry): the delay must be a finite number of ns "
+                          f">= 0 (whole ns from now; a fraction is cut)")
+        if type(entry) is not _Entry or entry.board is not self:
+            raise _misuse(f"board.arrive_after(delay, {entry!r}): the entry must be what "
+                          f"entry = self.board.post_send(src, dst, tag, size, fn, arg) returned")
+        call_after(self.env, int(delay_ns), entry)
 
     def messages_sent(self) -> int:
         """How many sends were posted."""

@@ -40,7 +40,8 @@ def print_answer(training, breakdowns: dict | None) -> None:
     for a terminal, plain text in a pipe or a file)."""
     print("\n".join(training.lines() + training.fit_advice()), flush=True)
     if breakdowns:
-        from simpy_astra.report.console import Output, print_breakdown
+        from simpy_astra.report.breakdown_table import print_breakdown
+        from simpy_astra.report.output import Output
 
         print_breakdown(breakdowns, Output(sys.stdout))
     sys.stdout.flush()

@@ -1,7 +1,7 @@
 """A line on stderr while a run prepares, before simulated time starts.
 
 Reading the inputs, writing a generated job's traces and reading them back come before the
-run's own progress line (:func:`~simpy_astra.report.console.run_with_progress`): a Megatron job
+run's own progress line (:func:`~simpy_astra.report.progress_line.run_with_progress`): a Megatron job
 near the trace bound (4,000,000 nodes) spends a minute or two there. Once preparing has taken
 ``after_s``, a background thread shows ``preparing the run (inputs and traces): N s elapsed``:
 redrawn in place on a terminal; in a pipe or a file only with ``SIMPY_ASTRA_PROGRESS=1``, a
@@ -15,14 +15,14 @@ import threading
 import time
 from typing import TextIO
 
-from simpy_astra.report.console import ProgressLine, progress_wanted
+from simpy_astra.report.progress_line import ProgressLine, progress_wanted
 
 TEXT = "preparing the run (inputs and traces): {elapsed_s:.0f} s elapsed"
 
 
 class PreparingNotice:
     """Started before the inputs are read, stopped when simulated time starts (idempotent);
-    drawn through a :class:`~simpy_astra.report.console.ProgressLine`."""
+    drawn through a :class:`~simpy_astra.report.progress_line.ProgressLine`."""
 
     def __init__(self, stream: TextIO | None = None, after_s: float = 2.0, every_s: float = 5.0) -> None:
         self.line = ProgressLine(stream)

@@ -166,8 +166,9 @@ def _span_text(ns: float) -> str:
 def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None:
     """Per NPU, one character per stretch of time: the part that filled most of it (compute,
     memory, each dimension's exposed communication, bubble, idle), across the terminal's width
-    (:func:`~simpy_astra.report.console.plain_width` when not a terminal); colours on a terminal."""
-    from simpy_astra.report.console import Output, plain_width
+    (:func:`~simpy_astra.report.widths.plain_width` when not a terminal); colours on a terminal."""
+    from simpy_astra.report.output import Output
+    from simpy_astra.report.widths import plain_width
 
     out = out or Output()
     # plain text: the tables' width (shutil.get_terminal_size asks stdout's terminal: stderr sent

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.engine.events import process_in_place
 from simpy_astra.infra.horizon import api_number
 from simpy_astra.running.observe import Observation, Observer
 
@@ -98,14 +99,41 @@ class CoSimulation:
         """The simulated NPU ``npu_id`` (its representative's, in a folded run)."""
         return self.npu_for(npu_id)
 
-    def npu_finished(self, npu_id: int) -> simpy.Process:
-        """The NPU's SimPy process: an event that fires when its graph has finished."""
-        return self.npu_for(npu_id).process
+    def npu_finished(self, npu_id: int) -> simpy.Event:
+        """The NPU's SimPy process: an event that fires when its graph has finished, with its
+        report. An NPU simulated as another (folded onto its orbit's representative, or a job's
+        rank) gets an event of its own, fired in that instant with its own report: the
+        process's would name the other NPU."""
+        npu = self.npu_for(npu_id)
+        process = npu.process
+        if npu.npu_id == npu_id:
+            return process
+        own = simpy.Event(self._env)
+
+        def hand_on(done: simpy.Event) -> None:
+            if done.ok:
+                process_in_place(own, done.value.for_npu(npu_id))
+
+        if process.callbacks is None:  # processed already
+            hand_on(process)
+        else:
+            process.callbacks.append(hand_on)
+        return own
 
     def node_finished(self, npu_id: int, node_id: int) -> simpy.Event:
         """An event that fires (value: the time) when node ``node_id`` of NPU ``npu_id``
-        completes; already triggered if it has."""
-        return self.npu_for(npu_id).node_finished(node_id)
+        completes; already triggered if it has. A folded run simulates NPU ``npu_id``'s
+        representative: its nodes are the representative's."""
+        npu = self.npu_for(npu_id)
+        try:
+            return npu.node_finished(node_id)
+        except KeyError as missing:
+            if npu.device_id == npu_id:
+                raise
+            raise KeyError(f"node_finished({npu_id}, {node_id}): NPU {npu_id} is not simulated in this folded run "
+                           f"(NPU {npu.device_id} stands for it, by symmetry, and its nodes are NPU "
+                           f"{npu.device_id}'s: {missing.args[0]}); ask node_finished({npu.device_id}, ...) for "
+                           f"its figures, or build the run with fold_symmetry: false") from None
 
     def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
         """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,

@@ -63,12 +63,13 @@ def last_progress_ns(npus: list) -> int:
 
 def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8,
                  held: list[str] | None = None, last_ns: float | None = None, spinning: str | None = None,
-                 unheld: int = 0) -> str:
+                 unheld: int = 0, waiting: list[str] | None = None) -> str:
     """One line: when it stopped (``last_ns``, the last progress, when given; else ``now``),
     what each unfinished NPU waits on (or that it failed), messages held by links that are
     down, how many other messages never arrived (``unheld``: kept where no link that is down
     holds them, e.g. in a switch model's own queue), unmatched messages; ``spinning``: the
-    watchdog's words for phases that never end."""
+    watchdog's words for phases that never end; ``waiting``: the user's phases still waiting
+    (:func:`waiting_phases`), named when nothing else explains the stall."""
 
     def capped(items: list[str], what: str) -> str:
         # alike items once, with their count: a collective's chunks held on one link read the
@@ -86,6 +87,10 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
         mismatch = any(item.startswith(MISMATCH) for item in unmatched)
         why = spinning or (f"{MISMATCH}, so the receive waits for ever" if mismatch else
                            "no event left that could make progress")
+        if waiting and not (spinning or held or unheld or unmatched):
+            why += ("; collective phases of your own wait on an event nothing will fire ("
+                    + capped(waiting, "phases") + "): fire a ctx.signal() with .fire(value), "
+                    "or yield events of ctx.env that something triggers")
         head = f"simulation stalled at {when} with {len(stuck)} of {total_npus} NPU(s) unfinished ({why}): "
         text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
         if held:
@@ -93,7 +98,8 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
         if unheld:
             text += (f". {unheld} {'more ' if held else ''}message{'s were' if unheld > 1 else ' was'} sent and "
                      f"never arrived, and no link that is down holds {'them' if unheld > 1 else 'it'} "
-                     f"(a link or switch model of your own may keep {'them' if unheld > 1 else 'it'})")
+                     f"(a link or switch model of your own may keep {'them' if unheld > 1 else 'it'}, or a "
+                     f"backend's send() post {'them' if unheld > 1 else 'it'} without board.arrive_after)")
         if unmatched:
             text += ". Unmatched messages: " + capped(unmatched, "messages")
         return text
@@ -222,3 +228,11 @@ def spin_state(network: Any, npus: list, limit: int = 4) -> tuple | None:
     if in_flight and in_flight > sum(1 for key, _link in held_messages(network) if key is not None):
         return None
     return (board.messages_sent(), board.delivered, sum(npu.completed for npu in npus)), tuple(targets), described
+
+
+def waiting_phases(npus: list) -> list[str]:
+    """The phases of the user's own algorithms still running on unfinished NPUs, in words
+    (``NPU 0 runs 'never' (my_algos.py:3)``): with no event left, each waits on one that
+    nothing fires (a ``ctx.signal()`` never fired, an event of its own never triggered)."""
+    return [f"NPU {npu.device_id} runs {phase.algorithm()}" for npu in npus if not npu.finished
+            for phase in npu.system.running_phases() if phase.runs_users_code()]

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.infra import files
+from simpy_astra.sweep.result_row import INPUTS_COLUMN, figures_of
 from simpy_astra.sweep.spec import Point, SweepSpec
-from simpy_astra.sweep.store import INPUTS_COLUMN, figures_of
 
 
 @dataclass

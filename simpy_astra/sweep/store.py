@@ -13,143 +13,38 @@ runs another's step (:mod:`simpy_astra.sweep.same_run`) has a row pointing at th
 (status ``same``, ``same_run_as``), and each row records a digest of what the sweep wrote in
 it (``row_sha256``), so a figure edited by hand is refused rather than ranked as a run's.
 
-The folder is locked (``fcntl.flock`` on ``DIR/sweep.lock``) while a sweep uses it: a second
-sweep on the same folder would otherwise replace results.csv under the first one, which would
-go on appending to the deleted file. The lock dies with the process, even under ``kill -9``;
-a sweep that ends (done, stopped, or failed, e.g. on a full disk) removes the file too. A
-write that fails leaves no temporary file behind, and its error names the file.
-A results.csv this sweep cannot read (edited header, a corrupt or edited row) is refused, never
-rewritten: only a torn last line (a killed run's half-written row) is dropped.
+The folder is locked while a sweep uses it (:mod:`simpy_astra.sweep.folder_lock`). A write
+that fails leaves no temporary file behind, and its error names the file. A results.csv this
+sweep cannot read (edited header, a corrupt or edited row: :mod:`simpy_astra.sweep.row_checks`)
+is refused, never rewritten: only a torn last line (a killed run's half-written row) is dropped.
 """
 
 from __future__ import annotations
 
 import csv
-import errno
-import fcntl
-import hashlib
 import io
-import json
-import math
 import os
 from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
-from simpy_astra.infra.source_digest import simulator_identity
+from simpy_astra.sweep.folder_lock import LOCK_NAME, FolderLock
 from simpy_astra.sweep.inputs import InputSnapshot
+from simpy_astra.sweep.manifest import check_simulator, manifest_of, read_manifest, write_manifest
+from simpy_astra.sweep.out_writes import cannot_write, remove_quietly
 from simpy_astra.sweep.result_names import RESULT_NAMES
+from simpy_astra.sweep.result_row import (
+    DIGEST_COLUMN,
+    INPUTS_COLUMN,
+    SAME_COLUMN,
+    STATUS_COLUMNS,
+    WARNINGS_COLUMN,
+    csv_value,
+    row_digest,
+)
+from simpy_astra.sweep.row_checks import check_coordinates, grown, misplaced, row_problem
 from simpy_astra.sweep.same_run import SameRun
 from simpy_astra.sweep.spec import Point, SweepSpec, inputs_digest
-
-STATUS_COLUMNS = ("status", "error")
-#: the warnings a point's run gave, joined with " | " (a folder from before it had no such column)
-WARNINGS_COLUMN = "warnings"
-#: the digest of the inputs a row was made from (a folder from before it had no such column)
-INPUTS_COLUMN = "inputs_sha256"
-#: a point that runs another's step: that point's key, whose row holds the run's figures
-SAME_COLUMN = "same_run_as"
-#: a digest of the row's other values as the sweep wrote them (:func:`row_digest`): a figure
-#: edited by hand is refused, not ranked as a run's (a row from before it has none)
-DIGEST_COLUMN = "row_sha256"
-OPTIONAL_COLUMNS = {*RESULT_NAMES, WARNINGS_COLUMN, INPUTS_COLUMN, SAME_COLUMN, DIGEST_COLUMN}
-#: invalid: a point Megatron refuses (validity.py); same: a point that runs another's step
-STATUSES = ("ok", "error", "invalid", "same")
-LOCK_NAME = "sweep.lock"
-#: figures that are yes (1) or no (0): ``fits``, whether a Megatron job's memory fits its GPU
-FLAG_NAMES = ("fits",)
-# the figure a finished point always has (what the plots and the default objective need)
-REQUIRED_OK = ("finish_ns",)
-
-
-def csv_value(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str | int | float):
-        return str(value)
-    return json.dumps(value)
-
-
-#: what a row's digest leaves out: itself, and the host's time (two runs of a sweep give the
-#: same file but for ``wall_s``; its digest would make them differ in two columns)
-_UNDIGESTED = (DIGEST_COLUMN, "wall_s")
-
-
-def row_digest(row: dict[str, str]) -> str:
-    """The digest of a row's values as the sweep wrote them (:data:`_UNDIGESTED` aside); empty
-    values are left out, so a column a later version adds leaves an earlier row's digest as it was."""
-    written = {column: value for column, value in row.items() if column not in _UNDIGESTED and value}
-    return hashlib.sha256(json.dumps(written, sort_keys=True).encode()).hexdigest()
-
-
-def parse_figure(text: str) -> int | float | None:
-    """A results.csv figure: empty -> None, else an int or a finite float (ValueError otherwise)."""
-    if text == "":
-        return None
-    if text.lstrip("-").isdigit():
-        return int(text)
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(text)
-    return value
-
-
-def _cannot_write(path: str, exc: OSError) -> InputError:
-    return InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can write")
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-class FolderLock:
-    """An exclusive, non-blocking lock on the output folder for this process's lifetime."""
-
-    def __init__(self, out_dir: str) -> None:
-        self.path = os.path.join(out_dir, LOCK_NAME)
-        self.fd = -1
-        while self.fd < 0:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                raise _cannot_write(self.path, exc) from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise InputError(f"--out {out_dir}: another sweep (pid {holder}) is using this folder; wait "
-                                 f"for it to finish or stop it, or choose another --out") from None
-            if self._still_named(fd):
-                self.fd = fd
-            else:  # the sweep before removed the file between our open and our lock: again
-                os.close(fd)
-        try:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as exc:  # a full disk: the lock holds without the pid in it
-            if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-                self.release()
-                raise _cannot_write(self.path, exc) from None
-
-    def _still_named(self, fd: int) -> bool:
-        """Whether ``fd`` is the file at ``self.path`` (not one a releasing sweep unlinked)."""
-        try:
-            st, named = os.fstat(fd), os.stat(self.path)
-        except OSError:
-            return False
-        return (st.st_dev, st.st_ino) == (named.st_dev, named.st_ino)
-
-    def release(self) -> None:
-        """Remove the lock file, then unlock (in this order: a sweep that opened the file just
-        before sees it gone once it gets the lock, and tries again)."""
-        if self.fd >= 0:
-            _remove(self.path)
-            os.close(self.fd)  # closing the last descriptor releases the flock
-            self.fd = -1
 
 
 class ResultsStore:
@@ -165,6 +60,8 @@ class ResultsStore:
                         INPUTS_COLUMN, SAME_COLUMN, DIGEST_COLUMN]
         #: what rerunning rows made from other contents says (one line), or None
         self.rerun_note: str | None = None
+        #: each row's line in results.csv (for errors that name it)
+        self._lines: dict[str, int] = {}
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InputError(f"--out: {out_dir} is a file, not a folder; choose a folder")
         files.make_folder(out_dir, "--out")  # a symlink to nothing said only 'File exists'
@@ -179,10 +76,10 @@ class ResultsStore:
             #: point key -> the digest of the inputs it uses now (what a new row records)
             self.point_inputs = {k: inputs_digest({f: self.files[f] for f in fs if f in self.files})
                                  for k, fs in self.point_files.items()}
-            earlier, made_by = self._check_manifest(spec)
+            earlier, made_by = read_manifest(out_dir, spec, self.columns)
             rows, header, torn = self._read_rows()
-            self._check_simulator(made_by, len(rows))
-            self._check_coordinates(rows, [*(points or ()), *(s.point for s in same_runs or ())])
+            check_simulator(out_dir, made_by, len(rows))
+            check_coordinates(self.csv_path, self._lines, rows, [*(points or ()), *(s.point for s in same_runs or ())])
             self.rows: dict[str, dict[str, str]] = dict(rows)
             self._drop_rows_of_other_inputs(earlier)
             if retry_failed:
@@ -201,34 +98,16 @@ class ResultsStore:
             self._file = open(self.csv_path, "a", newline="")
         except OSError as exc:
             self.lock.release()
-            raise _cannot_write(getattr(exc, "filename", None) or out_dir, exc) from None
+            raise cannot_write(getattr(exc, "filename", None) or out_dir, exc) from None
         except BaseException:
             self.lock.release()
             raise
         self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
 
-    def _manifest(self, spec: SweepSpec) -> dict[str, Any]:
+    def _write_manifest(self, spec: SweepSpec) -> None:
         input_sets = {self.point_inputs[k]: {f: self.files[f] for f in fs if f in self.files}
                       for k, fs in self.point_files.items()}
-        return {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
-                "simulator": simulator_identity(), "columns": self.columns, "files": self.files,
-                "input_sets": input_sets}
-
-    def _check_simulator(self, theirs: Any, row_count: int) -> None:
-        """Refuse to add this simulator's results to rows another one made (``theirs``: the
-        simulator sweep.json recorded, its version or source not this one's): the table would
-        mix two models."""
-        ours = simulator_identity()
-        if not row_count or theirs == ours:
-            return
-        if isinstance(theirs, dict) and theirs.get("source_sha256"):
-            made_by = (f"simpy-astra {theirs.get('version')}, source {str(theirs['source_sha256'])[:12]}; this is "
-                       f"{ours['version']}, source {ours['source_sha256'][:12]}")
-        else:
-            made_by = "its sweep.json names none: written before sweeps recorded theirs"
-        raise InputError(f"--out {self.out_dir}: its {row_count} result(s) were made by another simulator ({made_by}); "
-                         f"this one's would be mixed in with them: give another --out, or delete {self.out_dir} "
-                         f"to run every point again with this simulator")
+        write_manifest(self.out_dir, manifest_of(spec, self.columns, self.files, input_sets))
 
     def _drop_rows_of_other_inputs(self, earlier: dict[str, str]) -> None:
         """Drop (so run again) every row made from other contents of its files than they have
@@ -270,65 +149,6 @@ class ResultsStore:
             self.rows[same.point.key] = {**row, DIGEST_COLUMN: row_digest(row)}
         return bool(stale or added)
 
-    def _grown(self, columns: list[str]) -> bool:
-        """Columns of a folder from before a result column was added: it resumes (its rows leave
-        the new column empty). The order must be ours too: a header with two columns swapped
-        would otherwise relabel every row's values (ranking best.json by the wrong figure)."""
-        return set(columns) <= set(self.columns) and set(self.columns) - set(columns) <= OPTIONAL_COLUMNS \
-            and columns == [c for c in self.columns if c in set(columns)]
-
-    def _misplaced(self, header: list[str]) -> str:
-        """What is wrong with ``header``, named by column: the first one this sweep does not write
-        (matched against the others, a renamed column blamed the next), else the first one out
-        of place."""
-        from simpy_astra.infra.files import show
-
-        for i, got in enumerate(header):
-            if got not in self.columns:
-                return f"column {i + 1} is '{show(got)}', not one this sweep writes"
-        expected = [c for c in self.columns if c in set(header)]
-        for i, (got, want) in enumerate(zip(header, expected, strict=False)):
-            if got != want:
-                return f"column {i + 1} is '{got}' where this sweep writes '{want}'"
-        missing = [c for c in self.columns if c not in set(header) and c not in OPTIONAL_COLUMNS]
-        return f"column '{missing[0]}' is missing" if missing else "the columns differ"
-
-    def _check_manifest(self, spec: SweepSpec) -> tuple[dict[str, str], Any]:
-        """The folder's sweep.json belongs to this sweep; returns the file digests it recorded
-        and the simulator that made the folder's rows, as recorded (None: none recorded)."""
-        manifest = os.path.join(self.out_dir, "sweep.json")
-        if not os.path.exists(manifest):
-            if os.path.exists(self.csv_path):
-                raise InputError(f"{self.csv_path}: results without {manifest} (it records which sweep they "
-                                 f"belong to); move results.csv away or choose another --out")
-            return {}, None
-        try:
-            with open(manifest) as f:
-                theirs = json.load(f)
-            if not isinstance(theirs, dict):
-                raise ValueError("not a mapping")
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{manifest}: cannot be read ({exc}); delete {self.out_dir} to start over, or "
-                             f"choose another --out") from None
-        if theirs.get("fingerprint") != spec.fingerprint() or not self._grown(list(theirs.get("columns") or [])):
-            raise InputError(
-                f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
-                f"its base scenario or axes differ from {spec.path}); use another --out, or "
-                f"delete {self.out_dir} to start over")
-        recorded = theirs.get("files") or {}
-        digests = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
-        return digests, theirs.get("simulator")
-
-    def _write_manifest(self, spec: SweepSpec) -> None:
-        manifest = files.write_target(os.path.join(self.out_dir, "sweep.json"))  # a link survives
-        try:
-            with open(manifest + ".tmp", "w") as f:
-                json.dump(self._manifest(spec), f, indent=1)
-            os.replace(manifest + ".tmp", manifest)
-        except OSError as exc:
-            _remove(manifest + ".tmp")
-            raise _cannot_write(manifest, exc) from None
-
     def _read_rows(self) -> tuple[dict[str, dict[str, str]], list[str] | None, bool]:
         """The rows of results.csv, its header (None without a file), and whether its last line
         was torn by a killed run."""
@@ -355,8 +175,8 @@ class ResultsStore:
     def _parse_rows(self, complete: str, torn: bool) -> tuple[dict[str, dict[str, str]], list[str] | None, bool]:
         reader = csv.reader(io.StringIO(complete, newline=""))
         header = next(reader, None)
-        if not header or header != self.columns and not self._grown(header):
-            got = self._misplaced(header) if header else "an empty file"
+        if not header or header != self.columns and not grown(header, self.columns):
+            got = misplaced(header, self.columns) if header else "an empty file"
             raise InputError(f"{self.csv_path}: header: does not match this sweep ({got}); it was edited "
                              f"or truncated: restore it, or move it away to start over; it is left as it is")
         columns = header
@@ -366,7 +186,7 @@ class ResultsStore:
             number = reader.line_num
             if not values:
                 continue  # a blank line holds no point
-            problem = self._row_problem(values, columns)
+            problem = row_problem(values, columns)
             key = values[0] if values else ""
             if problem is None and key in rows:
                 problem = f"key: {key} repeats line {lines_of[key]}"
@@ -377,57 +197,6 @@ class ResultsStore:
             lines_of[key] = number
         self._lines = lines_of
         return rows, header, torn
-
-    def _check_coordinates(self, rows: dict[str, dict[str, str]], points) -> None:
-        """Each row's coordinates are its key's: an edited value (dp 8 made 4) would give the key's
-        figures to coordinates that were never run, in the summary and the plots."""
-        # a row under a key no point has, with a point's coordinates: its key was edited (or
-        # made another way); it stayed beside the point's own row, two rows of one point
-        by_coordinates = {tuple(csv_value(v) for v in p.coordinates.values()): p for p in points}
-        columns, keys = (list(points[0].coordinates) if points else []), {p.key for p in points}
-        for key, row in rows.items():
-            twin = None if key in keys else by_coordinates.get(tuple(row.get(c) for c in columns))
-            if twin is not None:
-                raise InputError(f"{self.csv_path}: line {self._lines[key]}: key: {key!r} is not the key of its "
-                                 f"coordinates ({twin.key}); fix or delete that line (its point then runs "
-                                 f"again); the file is left as it is")
-        for p in points:
-            row = rows.get(p.key)
-            for column, value in p.coordinates.items() if row is not None else ():
-                if column in row and row[column] != csv_value(value):
-                    raise InputError(f"{self.csv_path}: line {self._lines[p.key]}: {column}: {row[column]!r} is not "
-                                     f"the value of its key {p.key} ({csv_value(value)}); fix or delete that line "
-                                     f"(its point then runs again); the file is left as it is")
-
-    @staticmethod
-    def _row_problem(values: list[str], columns: list[str]) -> str | None:
-        if len(values) != len(columns):
-            return f"has {len(values)} fields, the header {len(columns)}"
-        row = dict(zip(columns, values, strict=True))
-        if not row["key"]:
-            return "key: is empty"
-        if row.get("status") not in STATUSES:
-            return f"status: must be one of {', '.join(STATUSES)} (got {row.get('status')!r})"
-        for name in RESULT_NAMES:
-            try:
-                value = parse_figure(row.get(name, ""))
-            except ValueError:
-                return f"{name}: must be a finite number or empty (got {row[name]!r})"
-            # no time, memory, rate or count is below 0 (an edited -5 was crowned best); ASTRA-sim's
-            # exposed communication is finish minus compute, left as the run gave it
-            if value is not None and value < 0 and name != "exposed_comm_ns":
-                return f"{name}: must be a number >= 0 or empty (got {row[name]!r})"
-            # a run writes 1 or 0; any other number read as "fits" (best.py), 2 crowned best
-            if name in FLAG_NAMES and value not in (None, 0, 1):
-                return f"{name}: must be 1 (yes), 0 (no) or empty (got {row[name]!r})"
-        if row["status"] == "ok":
-            missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
-            if missing:
-                return f"{missing[0]}: is empty in a point marked ok"
-        if row.get(DIGEST_COLUMN) and row[DIGEST_COLUMN] != row_digest(row):
-            return (f"was changed after the sweep wrote it ({DIGEST_COLUMN} does not match its values: a figure "
-                    f"edited, or a spreadsheet's rewriting of its numbers)")
-        return None
 
     def _rewrite(self) -> None:
         target = files.write_target(self.csv_path)  # a link to results.csv survives, as with >
@@ -441,8 +210,8 @@ class ResultsStore:
                 os.fsync(f.fileno())
             os.replace(tmp, target)
         except OSError as exc:
-            _remove(tmp)
-            raise _cannot_write(target, exc) from None
+            remove_quietly(tmp)
+            raise cannot_write(target, exc) from None
 
     def done(self, key: str) -> bool:
         return key in self.rows
@@ -462,7 +231,7 @@ class ResultsStore:
             except (OSError, ValueError):
                 pass
             self._drop_torn_row()
-            raise _cannot_write(self.csv_path, exc) from None
+            raise cannot_write(self.csv_path, exc) from None
         self.rows[key] = row
 
     def in_sweep_order(self, keys: list[str]) -> None:
@@ -480,7 +249,7 @@ class ResultsStore:
         try:  # a row appended after this goes to the new file, not the replaced one
             self._file = open(self.csv_path, "a", newline="")
         except OSError as exc:
-            raise _cannot_write(self.csv_path, exc) from None
+            raise cannot_write(self.csv_path, exc) from None
         self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
 
     def _drop_torn_row(self) -> None:
@@ -501,14 +270,3 @@ class ResultsStore:
             pass
         finally:
             self.lock.release()
-
-
-def figures_of(row: dict[str, str]) -> dict[str, Any]:
-    """A CSV row's figures as numbers (None where empty)."""
-    out: dict[str, Any] = {}
-    for name in RESULT_NAMES:
-        text = row.get(name, "")
-        out[name] = parse_figure(text)
-    out["status"], out["error"] = row.get("status", ""), row.get("error", "")
-    out[WARNINGS_COLUMN] = row.get(WARNINGS_COLUMN, "")
-    return out

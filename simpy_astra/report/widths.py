@@ -1,0 +1,129 @@
+"""How wide printed text may be, and what fits it: the width of plain text (a pipe, a file),
+a table's columns split into tables that fit, and a line's words fitted beside a figure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+#: the widest plain text (a pipe or a file has no terminal width): the project's 80 columns
+PLAIN_WIDTH = 80
+#: the narrowest ``COLUMNS`` plain text follows: a table's figures and a timeline need room
+PLAIN_MIN_WIDTH = 40
+
+
+def plain_width() -> int:
+    """The width of everything printed in a pipe or a file (tables, progress and sweep lines,
+    the timeline): ``COLUMNS`` when set to a number, held within PLAIN_MIN_WIDTH..PLAIN_WIDTH,
+    else 80. One rule, so that at ``COLUMNS=60`` a log's tables are not 80 wide beside a
+    60-wide timeline, and a ``COLUMNS=200`` left in a shell does not widen a log past 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return PLAIN_WIDTH
+    return max(PLAIN_MIN_WIDTH, min(PLAIN_WIDTH, columns))
+
+
+def fits_plain(widths: Sequence[int]) -> bool:
+    """Whether plain-text columns of these widths (two spaces apart) fit :func:`plain_width`."""
+    return sum(widths) + 2 * (len(widths) - 1) <= plain_width()
+
+
+def plain_column_widths(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """Each plain column's width: its widest cell, or its header if that is wider; a header over
+    half the line (a long report expression) counts by its longest word, and wraps at spaces."""
+    widths = []
+    for i, head in enumerate(columns):
+        cells = max((len(row[i]) for row in rows), default=0)
+        words = max((len(w) for w in head.split()), default=0)
+        widths.append(max(cells, len(head) if len(head) <= plain_width() // 2 else words, 1))
+    return widths
+
+
+def plain_widths(widths: list[int], folds: list[bool]) -> list[int]:
+    """Column widths within :func:`plain_width`: as wide as their cells if they fit, else the text
+    columns (``folds``) cut to one width, the widest that fits (never under FOLDED_TEXT_WIDTH;
+    a figure keeps its width)."""
+    if fits_plain(widths) or not any(folds):
+        return widths
+    room = plain_width() - 2 * (len(widths) - 1) - sum(w for w, f in zip(widths, folds, strict=True) if not f)
+    cap = max(w for w, f in zip(widths, folds, strict=True) if f)
+    while cap > FOLDED_TEXT_WIDTH and sum(min(w, cap) for w, f in zip(widths, folds, strict=True) if f) > room:
+        cap -= 1
+    return [min(w, cap) if f else w for w, f in zip(widths, folds, strict=True)]
+
+
+def fit_words(head: str, tail: str, width: int) -> str:
+    """``head + tail`` within ``width``: the words of ``head`` that do not fit left out (each
+    run of them marked "..."), never part of one, the ones after them kept where they fit (one
+    long coordinate no longer hides the rest: every point of a sweep read ``pp=2 ...``), and
+    ``tail`` (a figure) always whole, even past ``width``."""
+    if len(head) + len(tail) <= width:
+        return head + tail
+    words = head.split()
+    kept: list[str] = []
+    for i, word in enumerate(words):
+        mark = 0 if i == len(words) - 1 else len(" ...")  # room for the mark of a later gap
+        if len(" ".join([*kept, word])) + mark + len(tail) <= width:
+            kept.append(word)
+        elif kept[-1:] != ["..."]:
+            kept.append("...")
+    return " ".join(kept) + tail
+
+
+def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
+    """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
+    telling first), else the last cut by :func:`fit_words`."""
+    for head in heads:
+        if len(head) + len(tail) <= width:
+            return head + tail
+    return fit_words(heads[-1], tail, width)
+
+
+def column_blocks(widths: Sequence[int], key: int, fits: Callable[[list[int]], bool]) -> list[list[int]]:
+    """Column indices of each table of a table too wide: the first ``key`` columns, then as
+    many of the rest, in order, as ``fits`` (their widths) allows; always at least one more
+    per table, so a very wide column stands alone beside the key."""
+    rest = list(range(key, len(widths)))
+    if not rest:
+        return [list(range(len(widths)))]
+    blocks: list[list[int]] = []
+    while rest:
+        block = list(range(key))
+        while rest and (len(block) == key or fits([widths[i] for i in (*block, rest[0])])):
+            block.append(rest.pop(0))
+        blocks.append(block)
+    return blocks
+
+
+#: how narrow a text column (a name, a coordinate) may fold on a narrow terminal
+FOLDED_TEXT_WIDTH = 10
+
+
+def rich_widths(least: list[int], full: list[int], headers: list[int], width: int) -> list[int]:
+    """Column widths within ``width``: whole headers if there is room, else every cell whole,
+    else the room left shared out to the folded text columns, first ones first."""
+    whole = [max(f, h) for f, h in zip(full, headers, strict=True)]
+    for candidate in (whole, full):
+        if fitting_columns(candidate, width) == len(candidate):
+            return candidate
+    spare = width - (sum(least) + 3 * len(least) + 1)
+    widths = list(least)
+    for i, (lo, hi) in enumerate(zip(least, full, strict=True)):
+        grow = max(0, min(spare, hi - lo))
+        widths[i] += grow
+        spare -= grow
+    return widths
+
+
+def fitting_columns(widths: Sequence[int], width: int) -> int:
+    """How many leading columns of these content widths a rich table (heavy head, one space of
+    padding each side, a border between columns) draws within ``width`` characters; at least one."""
+    shown, total = 0, 1
+    for w in widths:
+        total += w + 3
+        if total > width and shown:
+            break
+        shown += 1
+    return shown
