@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from simpy_astra.config.cluster import load_cluster
-from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.generator import job_and_gpu
 
@@ -71,7 +71,42 @@ def test_legacy_models_refuse_what_only_megatron_core_has(extra, rule, said):
     assert info.value.rule == rule and said in str(info.value) and "\n" not in str(info.value)
     assert str(info.value).startswith(f"{WHERE}: --use-legacy-models with ")
     parse(BASE + extra, 8, WHERE)
-    parse(BASE + " --use-legacy-models", 8, WHERE)
+    parse(BASE + LEGACY_LOCAL, 8, WHERE)
+
+
+#: a legacy model Megatron runs: Megatron's own layers, saved as torch checkpoints
+LEGACY_LOCAL = " --use-legacy-models --ckpt-format torch --transformer-impl local"
+
+
+@pytest.mark.parametrize("extra,rule,said", [
+    (" --transformer-impl local", "legacy models save torch checkpoints", "--ckpt-format torch_dist (the default)"),
+    (" --transformer-impl local --ckpt-format torch_dist", "legacy models save torch checkpoints",
+     "legacy model format only supports the 'torch' checkpoint format."),
+    (" --ckpt-format torch", "legacy Transformer Engine layers need an fp32 softmax",
+     "TransformerEngine only supports softmax compute in FP32."),
+    (" --ckpt-format torch --apply-query-key-layer-scaling", "legacy Transformer Engine layers need an fp32 softmax",
+     "you must be using fp16."),
+])
+def test_legacy_models_save_torch_checkpoints_and_need_an_fp32_softmax_in_te_layers(extra, rule, said):
+    """``validate_args`` (2025-01 on; from 2024-08 through the default ``torch_dist`` format's
+    ``use_dist_ckpt``): ``assert args.ckpt_format == "torch"`` beside ``--use-legacy-models``.
+    The legacy ``ParallelTransformer`` builds Transformer Engine's ``TransformerLayer`` unless
+    ``--transformer-impl local`` and asserts ``config.attention_softmax_in_fp32`` for it, which
+    is ``--attention-softmax-in-fp32`` (default off) or query-key layer scaling, which it
+    then takes only in fp16 (``NVTE_APPLY_QK_LAYER_SCALING`` scales fp16 scores only)."""
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse(BASE + " --use-legacy-models" + extra, 8, WHERE)
+    assert info.value.rule == rule and said in str(info.value) and "\n" not in str(info.value)
+    parse(BASE + extra, 8, WHERE)
+    parse(BASE + " --use-legacy-models --ckpt-format torch --attention-softmax-in-fp32", 8, WHERE)
+
+
+def test_legacy_model_experts_are_not_modelled():
+    """The legacy model's experts are ``SwitchMLP`` (sinkhorn top-1) with its own layers and
+    none at all in Transformer Engine's (``TransformerLayer`` takes no experts): refused by name."""
+    with pytest.raises(InputError, match="SwitchMLP") as info:
+        parse(BASE + LEGACY_LOCAL + " --num-experts 4", 8, WHERE)
+    assert str(info.value).startswith(f"{WHERE}: --use-legacy-models with --num-experts 4")
 
 
 def test_model_parallel_size_is_the_tensor_parallel_size_of_before_pipelines():

@@ -20,6 +20,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron import (
     bounds,
     command_line,
+    legacy_models,
     module_rules,
     pipeline_layout,
     pipeline_rules,
@@ -179,6 +180,8 @@ def parser() -> Parser:
     _bool(p, "--use-flash-attn", help="fused attention kernel (FlashAttention)")
     i("--transformer-impl", choices=("local", "transformer_engine"), default=None,
       help="transformer_engine: fused attention (flash / cuDNN) unless --attention-backend unfused")
+    _bool(p, "--use-legacy-models", help="the GPT model from before Megatron-Core (2024-05 to 2026-05), its layers "
+          "by --transformer-impl")
     i("--cp-comm-type", nargs="+", choices=("p2p", "allgather", "a2a", "a2a+p2p"), default=["p2p"],
       help="context parallelism: K/V ring beside each chunk's attention (p2p), exposed allgather / a2a, "
            "or a2a inside groups and the ring across them (a2a+p2p)")
@@ -336,6 +339,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     named = changed(p.options, reading.modelled, known)
     job = replace(job, warnings=(*command_line.given_twice(reading.modelled, p.options, where), *reading.others_twice,
                                  *notes(known, gpus, reading.others, where, job.transformer_engine, named)))
+    job = legacy_models.priced(job, known, where)
     bounds.check_job(job, where)
     return job
 

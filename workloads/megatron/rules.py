@@ -21,7 +21,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from simpy_astra.errors import refuse
-from simpy_astra.workloads.megatron import pipeline_rules
+from simpy_astra.workloads.megatron import legacy_models, pipeline_rules
 from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.layer_pattern import has_dense_layers
 
@@ -53,7 +53,7 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
     for family in (_layout, _attention, pipeline_rules.check, _batch, _precision, _fp8_era, _optimizer, _recompute,
-                   _overlap, _experts, _activation, _optimizer_copies, _legacy_models):
+                   _overlap, _experts, _activation, _optimizer_copies, legacy_models.check):
         family(a, gpus, others, where)
 
 
@@ -463,26 +463,3 @@ def _optimizer_copies(a: argparse.Namespace, gpus: int, others: dict, where: str
                f"--num-distributed-optimizer-instances {copies} needs --use-distributed-optimizer and a copy count "
                f"that divides the {dp_cp} data- and context-parallel ranks and the {expert_dp} expert data-parallel "
                f"ones (Megatron: Data parallel size should be divisible by partial DistOpt shard factor)")
-
-
-def _legacy_models(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
-    """``--use-legacy-models`` (Megatron-LM 2024-05 to 2026-05: the GPT model from before
-    Megatron-Core, ``megatron/legacy/model``): ``validate_args`` refuses what only Megatron-Core's
-    model has, in every release with the flag."""
-    if "--use-legacy-models" not in others:
-        return
-    if a.overlap_param_gather:
-        refuse(where, "legacy models take no parameter-gather overlap",
-               "--use-legacy-models with --overlap-param-gather (Megatron: --overlap-param-gather only supported "
-               "with MCore models); remove one of them")
-    if a.context_parallel_size > 1:
-        refuse(where, "legacy models take no context parallelism",
-               f"--use-legacy-models with --context-parallel-size {a.context_parallel_size} (Megatron: Context "
-               f"parallelism is not supported in legacy models.); remove --use-legacy-models, or set cp 1")
-    for flag, why in (("--rotary-interleaved", "--rotary-interleaved is not supported in legacy models."),
-                      ("--decoupled-lr", "--decoupled-lr and --decoupled-min-lr is not supported in legacy models."),
-                      ("--decoupled-min-lr", "--decoupled-lr and --decoupled-min-lr is not supported in legacy "
-                                             "models.")):
-        if flag in others:
-            refuse(where, "legacy models take only their own arguments",
-                   f"--use-legacy-models with {flag} (Megatron: {why}); remove one of them")
