@@ -313,9 +313,11 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
     return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
 
 
-def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: None, sized: bool = True) -> Finished:
+def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: None, sized: bool = True,
+         fold_asked: bool = False) -> Finished:
     """Simulate ``inputs`` (the notes that precede time, then time) and derive the figures the
-    writers read; ``ready()`` once the simulation is built (its traces read)."""
+    writers read; ``ready()`` once the simulation is built (its traces read); ``fold_asked``:
+    folding was asked for in words, so why it fell short is said at any size, --quiet too."""
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
     from simpy_astra.network.cost_model import network_cost
@@ -333,7 +335,7 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     if notes and sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say_wrapped(f"note: symmetry folding is off: "
                     f"{'several jobs share the network' if len(sim.jobs) > 1 else 'a scenario with jobs: runs unfolded'}")
-    if notes and sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
+    if sim.fold_note and (fold_asked or notes and len(sim.npus) >= NOTE_FROM_NPUS):  # before time starts
         say_wrapped(f"note: {sim.fold_note}")
     record = None
     if plan.records_nodes(real_job):
@@ -373,11 +375,14 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
               name: str = "run", ready: Callable[[], None] = lambda: None) -> int:
     """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
     default output folder ``runs/NAME``; ``ready()`` once the simulation is built."""
+    from simpy_astra.folding.run import fold_asked
+
+    asked = fold == "on" if fold is not None else fold_asked(inputs.fold_symmetry)
     inputs = _folded(_prepared(inputs, plan, trace_dir, name), plan, fold)
     sized = check_before_build(inputs, plan.trace_out, plan.trace_npus, plan.csv_out)  # before an unfolded build
     t0 = time.perf_counter()
     try:
-        write_reports(_run(inputs, plan, t0, ready, sized))
+        write_reports(_run(inputs, plan, t0, ready, sized, fold_asked=asked))
     except Exception as exc:  # noqa: BLE001 - a generated trace's fault is named as the scenario names it
         if inputs.workload.prepared is None:
             raise

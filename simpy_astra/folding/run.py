@@ -56,6 +56,15 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     return FOLD_DEFAULT if env is None else env
 
 
+def fold_asked(fold_symmetry: bool | None) -> bool:
+    """Whether folding was asked for in words (``fold_symmetry: true``, ``--fold-symmetry on``
+    or SIMPY_ASTRA_FOLD=1), not only left on by default: such a run says why it did not fold,
+    however few NPUs it has (:data:`NOTE_FROM_NPUS` keeps the default quiet)."""
+    if fold_symmetry is not None:
+        return fold_symmetry
+    return env_switch("SIMPY_ASTRA_FOLD") is True
+
+
 def resolve_fold(inputs: Any) -> Any:
     """For a front end that runs no user script (``run``, sweep points): ``inputs`` with the
     default folding (:func:`fold_requested`) made explicit, so congestion-aware and packet
