@@ -9,7 +9,7 @@ from typing import Any
 
 from simpy_astra.config.cluster_presets import preset_path
 from simpy_astra.config.readers import nearest_key
-from simpy_astra.engine.nccl_tuning import ALGORITHMS, FORCEABLE
+from simpy_astra.engine.nccl_names import ALGORITHMS, FORCEABLE
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 
 #: keys written before units were spelled in names (simpy_astra/infra/units.py), read as their new names

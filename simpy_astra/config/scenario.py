@@ -75,7 +75,7 @@ from simpy_astra.config.scenario_files import comm_groups_field, read_block
 from simpy_astra.config.scenario_jobs import jobs_inputs
 from simpy_astra.config.scenario_workload import generator_entry, read_workload
 from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_algorithm_shares
-from simpy_astra.engine.nccl_tuning import MODEL_ONLY
+from simpy_astra.engine.nccl_names import MODEL_ONLY
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra.sweep_outputs import refuse_sweep_output
 from simpy_astra.network.backends import DEFAULT_BACKEND

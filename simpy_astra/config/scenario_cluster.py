@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.config.network import NetworkConfig
 from simpy_astra.config.scenario_workload import generator_entry, prepare_workload
 from simpy_astra.config.system import REQUIRED_KEYS
-from simpy_astra.engine.nccl_tuning import MODEL_ONLY
+from simpy_astra.engine.nccl_names import MODEL_ONLY
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 

@@ -4,7 +4,7 @@ spine beside that network); an algorithm's fitted share beside another algorithm
 
 from __future__ import annotations
 
-from simpy_astra.engine.nccl_tuning import FORCEABLE
+from simpy_astra.engine.nccl_names import FORCEABLE
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 

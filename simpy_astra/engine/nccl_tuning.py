@@ -50,18 +50,13 @@ import math
 from dataclasses import dataclass, replace
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.engine.nccl_names import ALGORITHMS
 
-#: the all-reduce's algorithms (each with its fitted ``nccl_<algo>_efficiency``)
-ALGORITHMS = ("ring", "tree", "nvls")
 #: tuning.cc: the algorithms NCCL times for each collective (CollNet, needing SHARP switches,
 #: is not modelled): the tree is the all-reduce's alone, PAT the all-gather's and the
 #: reduce-scatter's alone (2.23 on)
 COLLECTIVE_ALGORITHMS = {ALL_REDUCE: ALGORITHMS, REDUCE_SCATTER: ("ring", "nvls", "pat"),
                          ALL_GATHER: ("ring", "nvls", "pat")}
-#: the algorithms a scenario may force (``nccl_algo``, as ``NCCL_ALGO``: each for the collectives
-#: that have it), and those of them only this model times (a forced ring is also played as messages)
-FORCEABLE = (*ALGORITHMS, "pat")
-MODEL_ONLY = ("tree", "nvls", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: tuning.cc baseLatencies (us): per algorithm, per protocol (NVLS has none)
 BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
