@@ -305,20 +305,16 @@ def test_default_scenario_imports_no_heavy_module() -> None:
     the CSV writers and the memory tracker, which a run without those options never needs,
     the cluster presets and NCCL's tuning tables (only ``cluster:`` runs; the run parser's help
     listed the presets on every run) and hashlib (OpenSSL: only sweeps and calibrations digest)."""
-    import subprocess
-    import sys
+    from tests.fresh_imports import imported_of
 
-    code = ("import sys, io, contextlib\n"
+    code = ("import io, contextlib\n"
             "from simpy_astra.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    assert main(['run', {str(ROOT / 'scenarios' / 'default.yaml')!r}]) == 0\n"
-            "heavy = {'networkx', 'rich', 'matplotlib', 'numpy', 'dask', 'scalesim', 'xml',\n"
-            "         'simpy_astra.engine.memory_tracker', 'simpy_astra.report.csv_tables',\n"
-            "         'simpy_astra.config.cluster', 'simpy_astra.engine.nccl_tuning', 'hashlib'}\n"
-            "print(sorted(({m.split('.')[0] for m in sys.modules} | set(sys.modules)) & heavy))\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+            f"    assert main(['run', {str(ROOT / 'scenarios' / 'default.yaml')!r}]) == 0\n")
+    heavy = {"networkx", "rich", "matplotlib", "numpy", "dask", "scalesim", "xml",
+             "simpy_astra.engine.memory_tracker", "simpy_astra.report.csv_tables",
+             "simpy_astra.config.cluster", "simpy_astra.engine.nccl_tuning", "hashlib"}
+    assert imported_of(code, heavy) == []
 
 
 def test_start_up_pauses_the_collector_and_the_run_resumes_it() -> None:

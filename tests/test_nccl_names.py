@@ -3,20 +3,12 @@ names, and only a cluster preset loads the model's tables (simpy_astra/engine/nc
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fresh_imports import imported_of
 
 
 def test_reading_a_scenario_loads_no_nccl_tables() -> None:
-    code = ("import sys\n"
-            "import simpy_astra.config.scenario\n"
-            "print('simpy_astra.engine.nccl_tuning' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False"
+    tables = "simpy_astra.engine.nccl_tuning"
+    assert imported_of("import simpy_astra.config.scenario", {tables}) == []
 
 
 def test_the_model_times_the_names_the_scenario_may_give() -> None:
