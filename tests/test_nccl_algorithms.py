@@ -182,28 +182,25 @@ def test_a_protocol_whose_times_do_not_grow_is_refused(tmp_path):
     """A log whose LL128 sizes all take the same time leaves LL128 no bandwidth to fit: refused
     naming the log, the algorithm, the protocol and its sizes, never a fit of nothing."""
     folder = os.path.join(DATA, "dgx-a100-superbench")
-    lines = []
-    with open(os.path.join(folder, "all_reduce.log")) as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 12 and fields[0].isdigit() and 0 < int(fields[0]) <= 16 * MIB:
-                fields[4] = fields[8] = "40.00"  # every small and middle size: 40 us
-                line = "  ".join(fields) + "\n"
-            lines.append(line)
-    flat = tmp_path / "flat.log"
-    flat.write_text("".join(lines))
-    with pytest.raises(InputError, match=r"flat\.log: ring with LL128 \(4194304 to 16777216 bytes.*do not grow"):
-        fit_log(parse_log(str(flat)), load_network(os.path.join(folder, "network.yml")), [parse_range(f"ring:{256 * MIB}")])
+    flat = _edited_dgx_log(tmp_path, lambda size: 40.0 if size <= 16 * MIB else None)  # small and middle: 40 us
+    with pytest.raises(InputError, match=r"edited\.log: ring with LL128 \(4194304 to 16777216 bytes.*do not grow"):
+        fit_log(parse_log(flat), load_network(os.path.join(folder, "network.yml")), [parse_range(f"ring:{256 * MIB}")])
 
 
 def _edited_dgx_log(tmp_path, time_us) -> str:
-    """The DGX log with each row's times set to ``time_us(size)`` where that gives one."""
+    """The DGX log with each row's times set to ``time_us(size)`` where that gives one, its
+    algbw and busbw printed as nccl-tests prints them for that time (size / time, GB/s; busbw
+    the all-reduce's 2 (n - 1) / n of it), so that only the times' growth is edited."""
     lines = []
+    busbw_per_algbw = 2 * (8 - 1) / 8  # the log's 8 GPUs
     with open(os.path.join(DATA, "dgx-a100-superbench", "all_reduce.log")) as f:
         for line in f:
             fields = line.split()
             if len(fields) >= 12 and fields[0].isdigit() and int(fields[0]) > 0 and time_us(int(fields[0])):
-                fields[4] = fields[8] = f"{time_us(int(fields[0])):.2f}"
+                size, us = int(fields[0]), time_us(int(fields[0]))
+                algbw = size / us / 1e3
+                for time_at in (4, 8):  # out of place, in place: time, algbw, busbw
+                    fields[time_at:time_at + 3] = [f"{us:.2f}", f"{algbw:.2f}", f"{algbw * busbw_per_algbw:.2f}"]
                 line = "  ".join(fields) + "\n"
             lines.append(line)
     edited = tmp_path / "edited.log"
