@@ -181,12 +181,18 @@ def test_a_results_row_whose_key_was_edited_is_refused_not_kept_beside_a_rerun(t
     results = out / "results.csv"
     lines = results.read_text().splitlines()
     key = lines[1].split(",")[0]
+    written = results.read_text()
     results.write_text("\n".join([lines[0], lines[1].replace(key, "0" * 12, 1), *lines[2:]]) + "\n")
     capsys.readouterr()
     assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 2
     assert f"line 2: key: '000000000000' is not the key of its coordinates ({key})" in capsys.readouterr().err
     sweep.write_text(sweep.read_text().replace("- 50\n", ""))  # bandwidth 50 is no point any more
+    # the edited row is still one the sweep did not write (its digest), point or no point
+    assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 2
+    assert "line 2: was changed after the sweep wrote it" in capsys.readouterr().err
+    results.write_text(written)  # as the sweep wrote it: a row of a point the axes no longer have is kept
     assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    assert f"{key}," in results.read_text()
 
 
 @pytest.mark.parametrize(("edit", "found"), [("remove", 3), ("add", 5)])

@@ -69,10 +69,18 @@ def row_problem(values: list[str], columns: list[str]) -> str | None:
         missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
         if missing:
             return f"{missing[0]}: is empty in a point marked ok"
-    if row.get(DIGEST_COLUMN) and row[DIGEST_COLUMN] != row_digest(row):
-        return (f"was changed after the sweep wrote it ({DIGEST_COLUMN} does not match its values: a figure "
-                f"edited, or a spreadsheet's rewriting of its numbers)")
     return None
+
+
+def check_digests(csv_path: str, lines: dict[str, int], rows: dict[str, dict[str, str]]) -> None:
+    """Each row's values are the ones the sweep wrote (its digest), so a figure edited by hand is
+    refused rather than ranked as a run's. Checked after :func:`row_problem` and
+    :func:`check_coordinates`, whose messages name what was edited where they can."""
+    for key, row in rows.items():
+        if row.get(DIGEST_COLUMN) and row[DIGEST_COLUMN] != row_digest(row):
+            raise InputError(f"{csv_path}: line {lines[key]}: was changed after the sweep wrote it ({DIGEST_COLUMN} "
+                             f"does not match its values: a figure edited, or a spreadsheet's rewriting of its "
+                             f"numbers); fix or delete that line (its point then runs again); the file is left as it is")
 
 
 def check_coordinates(csv_path: str, lines: dict[str, int], rows: dict[str, dict[str, str]], points) -> None:

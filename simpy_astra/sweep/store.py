@@ -42,7 +42,7 @@ from simpy_astra.sweep.result_row import (
     csv_value,
     row_digest,
 )
-from simpy_astra.sweep.row_checks import check_coordinates, grown, misplaced, row_problem
+from simpy_astra.sweep.row_checks import check_coordinates, check_digests, grown, misplaced, row_problem
 from simpy_astra.sweep.same_run import SameRun
 from simpy_astra.sweep.spec import Point, SweepSpec, inputs_digest
 
@@ -80,6 +80,7 @@ class ResultsStore:
             rows, header, torn = self._read_rows()
             check_simulator(out_dir, made_by, len(rows))
             check_coordinates(self.csv_path, self._lines, rows, [*(points or ()), *(s.point for s in same_runs or ())])
+            check_digests(self.csv_path, self._lines, rows)
             self.rows: dict[str, dict[str, str]] = dict(rows)
             self._drop_rows_of_other_inputs(earlier)
             if retry_failed:
