@@ -1,5 +1,5 @@
 """A comm-group JSON a user's generator wrote that does not read is named as the scenario
-names the generator, with the fix in the generator (config/scenario.py: _written_groups)."""
+names the generator, with the fix in the generator (config/scenario_workload.py: written_groups)."""
 
 from __future__ import annotations
 

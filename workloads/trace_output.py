@@ -38,7 +38,7 @@ OUTPUT = Param("output")
 
 def unwritable(problem: str) -> InputError:
     """``--output: <problem>``, kept as parts: a scenario's generation words it as the workload
-    cache's (:func:`~simpy_astra.workloads.generated.materialise`), never as a field of its own."""
+    cache's (:func:`~simpy_astra.workloads.trace_cache.materialise`), never as a field of its own."""
     return InputError.of_params(OUTPUT, f": {problem}")
 
 

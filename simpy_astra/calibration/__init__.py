@@ -5,5 +5,5 @@ fits the parameters, ``report`` prints measured against simulated and draws the 
 ``holdout`` keeps the fitted rows and the predicted ones apart, ``algorithms`` picks each
 collective's algorithm where several collectives' logs decide it, ``regimes`` finds NCCL's
 protocol switch in the logs and fits each side.
-The commands are ``simpy_astra/calibrate_cli.py`` and ``simpy_astra/validate_cli.py``.
+The commands are ``simpy_astra/cli/calibrate.py`` and ``simpy_astra/cli/validate.py``.
 """

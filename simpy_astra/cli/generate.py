@@ -1,6 +1,6 @@
 """``simpy-astra generate KIND ...``: write Chakra traces from parameters.
 
-The kinds are the generators of :data:`simpy_astra.workloads.generated.GENERATORS` that have a
+The kinds are the generators of :data:`simpy_astra.workloads.generator_registry.GENERATORS` that have a
 command (a module exposing ``main(argv) -> int``); registering a generator there is all it takes.
 """
 

@@ -194,10 +194,10 @@ def _is_main_program() -> bool:
 
 def _point_line(key: str, coordinates: list[str], mark: str, width: int | None = None) -> str:
     """A point's key, coordinates and mark (two spaces before it) within ``width`` columns
-    (default :func:`~simpy_astra.report.console.plain_width`): a
+    (default :func:`~simpy_astra.report.widths.plain_width`): a
     coordinate that does not fit the line goes on the next, indented (one longer than a line
     is cut where the line ends)."""
-    from simpy_astra.report.console import plain_width
+    from simpy_astra.report.widths import plain_width
 
     width = width or plain_width()
     lines, line = [], key
@@ -274,7 +274,7 @@ def _main(argv: list[str]) -> int:
                          f"{JOBS_PER_CPU * cpus} (the default is {cpus})")
     _require("simpleeval")  # a core dependency; checked in case an install left it out
     from simpy_astra.plugins import search_also
-    from simpy_astra.report.console import plain_width
+    from simpy_astra.report.widths import plain_width
     from simpy_astra.sweep.memory_figures import check_memory_figures
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
@@ -400,7 +400,7 @@ def _say(out: Any, text: str, markup: str | None = None) -> None:
     """One of the sweep's own lines without a path: on a terminal as it is (the terminal wraps
     it), in a pipe or a file within :func:`plain_width`, wrapped at spaces. (A line naming a
     path stays whole, for grep; what follows the path goes on a line of its own.)"""
-    from simpy_astra.report.console import plain_width
+    from simpy_astra.report.widths import plain_width
 
     if out.console is not None:
         out.line(text, markup)

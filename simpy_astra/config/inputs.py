@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class WorkloadInfo:
     """What a run knows of its workload beyond its traces: what its generator said."""
 
-    #: the generated job (:class:`~simpy_astra.workloads.generated.Prepared`), None for ET files
+    #: the generated job (:class:`~simpy_astra.workloads.generator_registry.Prepared`), None for ET files
     prepared: Prepared | None = None
     #: communicator group id -> the parallel dimension it belongs to (``tp``, ``dp``...), where
     #: the workload's generator says (transformer, Megatron); read by time breakdowns only

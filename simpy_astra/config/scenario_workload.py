@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def generator_entry(name: str) -> Any:
     """The registry entry of the generator ``name`` (None: not one)."""
     # deferred: loaded already by the workload's prepare; an ASTRA-sim run does not load it
-    from simpy_astra.workloads.generated import GENERATORS
+    from simpy_astra.workloads.generator_registry import GENERATORS
 
     return GENERATORS.get(name)
 
@@ -75,7 +75,8 @@ def written_groups(path: str | None, generator: str, where: str) -> WrittenGroup
     fixes nothing); ours wrote it from checked inputs, so a fault is the cache entry's."""
     if path is None:
         return None
-    from simpy_astra.workloads.generated import GENERATORS, USERS_FIX, corrupt_entry_fix
+    from simpy_astra.workloads.cache_errors import USERS_FIX, corrupt_entry_fix
+    from simpy_astra.workloads.generator_registry import GENERATORS
 
     if not GENERATORS[generator].by_user:
         return WrittenGroups(path, path, corrupt_entry_fix(path))

@@ -181,7 +181,7 @@ def _parse_pairs(values: tuple[str, ...]) -> tuple[tuple[str, int], ...] | str:
 
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "transient", "communication", "other")
-# the transformer generator's name prefixes (workloads/transformer_graph.py: KIND_PREFIX)
+# the transformer generator's name prefixes (workloads/transformer/graph.py: KIND_PREFIX)
 _PREFIXES = {"weight/": "weights", "grad/": "gradients", "optim/": "optimizer", "act/": "activations",
              "tmp/": "transient", "comm/": "communication"}
 # STAGE stores a trainable weight with its Adam state (4 B per element) fused into one tensor

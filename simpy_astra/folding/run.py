@@ -201,7 +201,7 @@ def read_traces(total_npus: int, read: TraceReader, fold: FoldSetup | None,
 
 def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int, ...]]) -> FoldOutcome:
     """The folding of a lazily generated workload, from its rank summary alone
-    (:class:`~simpy_astra.workloads.generated.LazyTraces`): no trace is read."""
+    (:class:`~simpy_astra.workloads.rank_summary.LazyTraces`): no trace is read."""
     classes, kinds, slots = source.classes, source.kinds, source.slots
 
     def key_in(frame: Frame, group_order: str | None) -> Callable[[int], RankKey | None]:

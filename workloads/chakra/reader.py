@@ -398,7 +398,7 @@ def et_path(prefix: str, rank: int) -> str:
 
 
 #: beside a lazily generated trace's ET files: ``PREFIX.ranks.json``, its rank summary
-#: (:class:`~simpy_astra.workloads.generated.LazyTraces`)
+#: (:class:`~simpy_astra.workloads.rank_summary.LazyTraces`)
 SUMMARY_SUFFIX = ".ranks.json"
 
 

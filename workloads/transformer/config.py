@@ -141,7 +141,7 @@ _E = TypeVar("_E", bound=InputError)
 
 def _about(kind: Callable[[str], _E], where: str, name: str, *problem: str | Param) -> _E:
     """The error ``kind`` of the parameter ``name``: ``<where>: '<name>' <problem>``, its parts
-    kept for a scenario to name it as its field (:func:`~simpy_astra.workloads.generated.as_fields`)."""
+    kept for a scenario to name it as its field (:func:`~simpy_astra.workloads.generator_words.as_fields`)."""
     parts = (Param(name), ": ", *problem)
     return kind(worded(where, parts)).with_parts(*parts)
 

@@ -131,7 +131,7 @@ class StageWriter:
     def _slot_key(op: Op) -> tuple:
         return ("coll", op.dim) if op.kind == COLL else ("p2p", op.kind, op.peer_stage)
 
-    #: public names for the rank summary (workloads.generated.LazyTraces)
+    #: public names for the rank summary (workloads.rank_summary.LazyTraces)
     slot_key = _slot_key
 
     @staticmethod
@@ -239,7 +239,7 @@ def _reductions_only(graph: StageGraph) -> set[str]:
 
 def write_rank_summary(prefix: str, generator: str, params: dict, graphs: list[StageGraph], layout: Layout,
                        npus: int) -> str:
-    """A lazily written trace's rank summary (``workloads.generated.write_summary``) and its
+    """A lazily written trace's rank summary (``workloads.rank_summary.write_summary``) and its
     comm groups; returns the groups' path. A rank's trace is its stage's graph with, per slot,
     its group in one parallel dimension (collectives) or its peer at one stage offset
     (sends/receives) filled in (:class:`StageWriter`): its class is its stage and its slots are
