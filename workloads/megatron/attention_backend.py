@@ -8,11 +8,12 @@ width, cuDNN 9.5 or newer): both fused kernels need compute capability 8.0 or mo
 fp16/bf16 inputs; FlashAttention 2 a head dim that is a multiple of 8 up to 256, cuDNN one
 up to 128, or 256 on Hopper. Megatron's ``--attention-backend flash`` or ``fused`` turns
 the other kernels off (``NVTE_*_ATTN``), so there no kernel is left and TE refuses.
-Not modelled: FA2's head dims above 192 on sm86/sm89 (Ampere and Ada cards other than the
-A100 and A30, which the GPU's name does not tell apart here)."""
+FlashAttention 2 takes head dims above 192 on sm80/90/100/120 only, not on the sm86/sm89
+cards (A40, A10, L40, L4, RTX), known here by their names."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from simpy_astra.config.gpu_names import gpu_generation
@@ -21,6 +22,8 @@ from simpy_astra.workloads.megatron.job import MegatronJob
 
 #: FlashAttention 2's and cuDNN's widest head (cuDNN's above 128 on Hopper only)
 FLASH_MAX_HEAD_DIM, CUDNN_MAX_HEAD_DIM, CUDNN_HOPPER_MAX_HEAD_DIM = 256, 128, 256
+#: FlashAttention 2's widest head on sm86/sm89, and those cards' names ("A10" but not "A100")
+FLASH_SM86_MAX_HEAD_DIM, _SM86_89 = 192, re.compile(r"A40|A10(?!0)|A6000|L40|L4(?!\d)|RTX")
 
 
 def _common_refusal(job: MegatronJob, generation: str) -> str:
@@ -32,11 +35,13 @@ def _common_refusal(job: MegatronJob, generation: str) -> str:
     return ""
 
 
-def _flash_refusal(job: MegatronJob, generation: str) -> str:
+def _flash_refusal(job: MegatronJob, generation: str, gpu_name: str) -> str:
     """Why FlashAttention 2 does not run ("" if it does)."""
     d = job.head_dim
     if d % 8 or d > FLASH_MAX_HEAD_DIM:
         return f"head dim {d} (FlashAttention: a multiple of 8 up to {FLASH_MAX_HEAD_DIM})"
+    if d > FLASH_SM86_MAX_HEAD_DIM and _SM86_89.search(gpu_name.upper()):
+        return f"head dim {d} (FlashAttention: up to {FLASH_SM86_MAX_HEAD_DIM} on sm86/sm89)"
     return _common_refusal(job, generation)
 
 
@@ -54,7 +59,7 @@ def on_gpu(job: MegatronJob, gpu_name: str, where: str) -> MegatronJob:
     if not (job.transformer_engine and job.flash_attention):
         return job
     generation = gpu_generation(gpu_name)
-    flash, cudnn = _flash_refusal(job, generation), _cudnn_refusal(job, generation)
+    flash, cudnn = _flash_refusal(job, generation, gpu_name), _cudnn_refusal(job, generation)
     allowed = {"flash": (flash,), "fused": (cudnn,)}.get(job.attention_backend, (flash, cudnn))
     if not all(allowed):
         return job
