@@ -29,6 +29,7 @@ from simpy_astra.config.cluster_presets import presets
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
+from simpy_astra.workloads.megatron import attention_backend
 from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, parse
 from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
 from simpy_astra.workloads.megatron.job import MegatronJob
@@ -68,6 +69,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
     gpu_model = Gpu(**gpu)
     job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
     check_hardware(job.fp8_requested, gpu_model, f"{where}.args", job.moe_grouped_gemm)
+    job = attention_backend.on_gpu(job, gpu_model.name, f"{where}.args")
     if "schedule" in params:
         job = _with_schedule(params["schedule"], job, gpu_model, f"{where}.schedule")
     return job, gpu_model
@@ -253,6 +255,7 @@ def main(argv: list[str]) -> int:
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
     check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}", job.moe_grouped_gemm)
+    job = attention_backend.on_gpu(job, gpu.name, f"generate megatron: --preset {args.preset}")
     run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu,
                                  "tp_link_gb_s": tp_link_gb_s(job, cluster)}, "generate megatron")
     for line in job.warnings:

@@ -180,6 +180,9 @@ class MegatronJob:
     #: ``--hidden-dropout``: at 0 PyTorch's dropout returns its input, so the bias-dropout-adds
     #: and the embedding's dropout write and keep no 1-byte mask
     hidden_dropout: float = 0.1
+    #: ``--attention-backend`` under Transformer Engine: "auto" lets TE fall back to its unfused
+    #: attention; "flash" and "fused" turn the other kernels off (``attention_backend.on_gpu``)
+    attention_backend: str = "auto"
     #: what Megatron warns of this command line and runs on (one line each, naming the field)
     warnings: tuple[str, ...] = field(default=(), compare=False)
     #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
