@@ -370,8 +370,6 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
                 raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {'an' if name[0] in 'aeiou' else 'a'} {name} on {n} GPUs "
                                          f"has {expected:.3f}: mixed collectives or GPU counts in "
                                          f"one log? (or pass the right --collective)")
-    for r in sorted(rows, key=lambda r: -r.size_bytes):  # the largest first: the most figures printed
-        _check_units(path, r)
     # nccl-tests prints max(sendBytes, expectedBytes) and nbytes / wordSize: count x the type's
     # bytes, times n for the collectives whose buffers hold every rank's part (common.cu)
     ranks_in_size = 1 if name in ("all_reduce", "sendrecv") else n
@@ -383,6 +381,10 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
                                      f"nccl-tests prints {'an' if name[0] in 'aeiou' else 'a'} {name}: an edited "
                                      f"row, or mixed collectives or GPU counts in one log? (or pass the right "
                                      f"--collective)")
+    # after the size rule: a size edited away from its count is named as such, not as a time
+    # that disagrees with its algbw
+    for r in sorted(rows, key=lambda r: -r.size_bytes):  # the largest first: the most figures printed
+        _check_units(path, r)
 
 
 def _check_units(path: str, r: Row) -> None:
