@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.config.file_kinds import refuse_another_kind
 from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
 from simpy_astra.errors import InputError, integer_fix
 
@@ -73,6 +74,7 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
             raise InputError.at(src, show_value(key), "is not a group id; keys must be decimal integers > 0",
                                 kind="group")
         if not re.fullmatch(r"[1-9][0-9]*", key) or int(key) > INT32_MAX:
+            refuse_another_kind(j, src, "communicator-group JSON")
             raise InputError.at(
                 src,
                 key,

@@ -1,0 +1,59 @@
+"""A twenty-second hunt, on ASTRA-sim's own inputs and flags: each case below ran with an
+error that named the wrong problem (a field its file never has, no flag); each is now one
+line naming the file or flag and the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+STEP = ROOT / "scenarios" / "workloads" / "step_8npus_1MB"
+SYSTEM = {"scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
+          "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4, "local-mem-bw": 50,
+          "all-reduce-implementation": ["ring"]}
+
+
+def _files(tmp_path: Path) -> dict[str, str]:
+    """The four input files of an 8-NPU ring run, by flag."""
+    (tmp_path / "sys.json").write_text(json.dumps(SYSTEM))
+    (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    return {"--workload-configuration": str(STEP / "step"), "--system-configuration": str(tmp_path / "sys.json"),
+            "--network-configuration": str(tmp_path / "net.yml"),
+            "--remote-memory-configuration": str(tmp_path / "mem.json")}
+
+
+def _error(capsys, flags: dict[str, str]) -> str:
+    """The one line a run that refuses its input (exit status 2) writes to stderr."""
+    assert main([f"{flag}={value}" for flag, value in flags.items()]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize(("flag", "given", "kind", "theirs"), [
+    # was "field 'topology' is missing": the system JSON given for the network YAML
+    ("--network-configuration", "sys.json", "network YAML", "system JSON"),
+    ("--network-configuration", "mem.json", "network YAML", "remote-memory JSON"),
+    # was "field 'preferred-dataset-splits' is missing"
+    ("--system-configuration", "mem.json", "system JSON", "remote-memory JSON"),
+    # was "group 'scheduling-policy' is not a group id"
+    ("--comm-group-configuration", "sys.json", "communicator-group JSON", "system JSON"),
+])
+def test_an_input_given_to_another_inputs_flag_is_named_as_what_it_is(tmp_path, capsys, flag, given, kind, theirs):
+    flags = _files(tmp_path)
+    flags[flag] = str(tmp_path / given)
+    line = _error(capsys, flags)
+    assert line.startswith(f"error: {tmp_path / given}: holds a {theirs}'s fields ("), line
+    assert f"and none of a {kind}'s; give the {kind} file, e.g. " in line, line
+
+
+def test_a_system_json_missing_its_splits_is_still_told_to_set_them(tmp_path, capsys):
+    flags = _files(tmp_path)
+    (tmp_path / "sys.json").write_text(json.dumps({k: v for k, v in SYSTEM.items() if k != "preferred-dataset-splits"}))
+    assert "field 'preferred-dataset-splits' is missing; set it" in _error(capsys, flags)
