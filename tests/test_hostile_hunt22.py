@@ -57,3 +57,10 @@ def test_a_system_json_missing_its_splits_is_still_told_to_set_them(tmp_path, ca
     flags = _files(tmp_path)
     (tmp_path / "sys.json").write_text(json.dumps({k: v for k, v in SYSTEM.items() if k != "preferred-dataset-splits"}))
     assert "field 'preferred-dataset-splits' is missing; set it" in _error(capsys, flags)
+
+
+def test_an_empty_comm_group_flag_names_the_flag(tmp_path, capsys):
+    # was "<empty path>: expected the path of the communicator-group JSON file", naming no flag
+    flags = {**_files(tmp_path), "--comm-group-configuration": ""}
+    assert _error(capsys, flags) == ("error: --comm-group-configuration: must be a file path (got an empty "
+                                     "string); leave the flag out for no groups")
