@@ -64,3 +64,15 @@ def test_an_empty_comm_group_flag_names_the_flag(tmp_path, capsys):
     flags = {**_files(tmp_path), "--comm-group-configuration": ""}
     assert _error(capsys, flags) == ("error: --comm-group-configuration: must be a file path (got an empty "
                                      "string); leave the flag out for no groups")
+
+
+@pytest.mark.parametrize("near", ["step.", "step.0", "stp"])
+def test_a_workload_prefix_that_nearly_spells_one_beside_it_is_told_it(tmp_path, capsys, near):
+    # 'step.' looked for step..0.et and said only that it did not exist
+    flags = {**_files(tmp_path), "--workload-configuration": str(STEP / near)}
+    assert _error(capsys, flags).endswith(f"(0 consecutive file(s) found); did you mean {STEP / 'step'}?")
+
+
+def test_a_workload_prefix_like_none_beside_it_gets_no_guess(tmp_path, capsys):
+    flags = {**_files(tmp_path), "--workload-configuration": str(STEP / "zzz")}
+    assert _error(capsys, flags).endswith("(0 consecutive file(s) found)")
