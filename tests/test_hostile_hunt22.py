@@ -76,3 +76,16 @@ def test_a_workload_prefix_that_nearly_spells_one_beside_it_is_told_it(tmp_path,
 def test_a_workload_prefix_like_none_beside_it_gets_no_guess(tmp_path, capsys):
     flags = {**_files(tmp_path), "--workload-configuration": str(STEP / "zzz")}
     assert _error(capsys, flags).endswith("(0 consecutive file(s) found)")
+
+
+@pytest.mark.parametrize(("groups", "ends"), [
+    ({"1": [0, 1, 1]}, "group '1' lists NPU 1 twice; list each NPU once"),  # it named no fix
+    ({"01": [0, 1]}, "keys must be decimal integers > 0 (0 means all NPUs); write 1"),
+    # past the int ASTRA-sim keeps a group id in, yet only 'must be decimal integers > 0'
+    ({"99999999999": [0, 1]}, "and at most 2147483647 (ASTRA-sim keeps them in an int)"),
+])
+def test_a_comm_group_refused_is_told_its_fix(tmp_path, capsys, groups, ends):
+    (tmp_path / "groups.json").write_text(json.dumps(groups))
+    flags = {**_files(tmp_path), "--comm-group-configuration": str(tmp_path / "groups.json")}
+    line = _error(capsys, flags)
+    assert line.startswith(f"error: {tmp_path / 'groups.json'}: group ") and line.endswith(ends), line

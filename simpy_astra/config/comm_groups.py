@@ -78,7 +78,8 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
             raise InputError.at(
                 src,
                 key,
-                "is not a group id; keys must be decimal integers > 0 (0 means all NPUs)",
+                "is not a group id; keys must be decimal integers > 0 (0 means all NPUs)"
+                + _group_id_fix(key),
                 kind="group",
             )
         if not isinstance(members, list) or not members:
@@ -98,7 +99,16 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
                     kind="group",
                 )
             if npu in seen:
-                raise InputError.at(src, key, f"lists NPU {npu} twice", kind="group")
+                raise InputError.at(src, key, f"lists NPU {npu} twice; list each NPU once", kind="group")
             seen.add(npu)
         groups[int(key)] = tuple(members)
     return groups
+
+
+def _group_id_fix(key: str) -> str:
+    """The fix for a group id of digits that is refused: too large for an int, or leading zeros."""
+    if not key.isascii() or not key.isdigit() or int(key) == 0:
+        return ""
+    if int(key) > INT32_MAX:
+        return f" and at most {INT32_MAX} (ASTRA-sim keeps them in an int)"
+    return f"; write {int(key)}"
