@@ -89,3 +89,33 @@ def test_a_comm_group_refused_is_told_its_fix(tmp_path, capsys, groups, ends):
     flags = {**_files(tmp_path), "--comm-group-configuration": str(tmp_path / "groups.json")}
     line = _error(capsys, flags)
     assert line.startswith(f"error: {tmp_path / 'groups.json'}: group ") and line.endswith(ends), line
+
+
+def _all_reduces(tmp_path: Path, size_of_rank) -> str:
+    """An 8-rank workload of one all-reduce each, of ``size_of_rank(rank)`` bytes (None: a
+    compute node instead); its prefix."""
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import ALL_REDUCE, COMM_COLL_NODE, COMP_NODE
+
+    for rank in range(8):
+        size = size_of_rank(rank)
+        node = (make_node(1, "c", COMP_NODE, duration_micros=1) if size is None else
+                make_node(1, "ar", COMM_COLL_NODE, attrs={"comm_type": ALL_REDUCE, "comm_size": size}))
+        write_et(str(tmp_path / f"w.{rank}.et"), [node])
+    return str(tmp_path / "w")
+
+
+def test_a_collective_its_members_give_different_sizes_is_named_in_the_stall(tmp_path, capsys):
+    # the stall listed a page of unmatched chunk messages and never said the members disagreed
+    flags = {**_files(tmp_path), "--workload-configuration": _all_reduces(tmp_path, lambda r: 1 << 20 if r else 1024)}
+    assert main([f"{flag}={value}" for flag, value in flags.items()]) == 3
+    err = capsys.readouterr().err
+    assert ("Their ALL_REDUCE on all NPUs differs in size (1,024 B on NPU 0; 1,048,576 B on NPUs 1, 2, 3, 4 ...): "
+            "every member must give a collective the same comm_size") in " ".join(err.split()), err
+
+
+def test_a_collective_one_member_skips_stalls_without_a_size_to_blame(tmp_path, capsys):
+    flags = {**_files(tmp_path), "--workload-configuration": _all_reduces(tmp_path, lambda r: 1 << 20 if r else None)}
+    assert main([f"{flag}={value}" for flag, value in flags.items()]) == 3
+    err = capsys.readouterr().err
+    assert "simulation stalled" in err and "differs in size" not in err, err
