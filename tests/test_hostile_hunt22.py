@@ -119,3 +119,12 @@ def test_a_collective_one_member_skips_stalls_without_a_size_to_blame(tmp_path, 
     assert main([f"{flag}={value}" for flag, value in flags.items()]) == 3
     err = capsys.readouterr().err
     assert "simulation stalled" in err and "differs in size" not in err, err
+
+
+def test_an_implementation_list_longer_than_the_network_names_its_fix(tmp_path, capsys):
+    # it said only 'all-reduce-implementation lists 2 dimensions but the network has 1'
+    flags = _files(tmp_path)
+    (tmp_path / "sys.json").write_text(json.dumps({**SYSTEM, "all-reduce-implementation": ["ring", "direct"]}))
+    assert _error(capsys, flags) == (
+        f"error: {tmp_path / 'sys.json'}: field 'all-reduce-implementation' lists 2 algorithms but the network has "
+        f"1 dimension(s); give one per dimension, e.g. [\"ring\"]")
