@@ -219,7 +219,7 @@ def test_a_system_json_given_as_the_remote_memory_is_refused(tmp_path, capsys):
                                f"--system-configuration={system}", f"--network-configuration={network}",
                                f"--remote-memory-configuration={system}"])
     assert err == [f"error: {system}: holds a system JSON's fields (scheduling-policy, collective-optimization, "
-                   f"endpoint-delay, ...) and none of a remote memory's; give the remote-memory file, e.g. "
+                   f"endpoint-delay, ...) and none of a remote-memory JSON's; give the remote-memory JSON file, e.g. "
                    f"{{\"memory-type\": \"NO_MEMORY_EXPANSION\"}}"], err
 
 

@@ -416,10 +416,10 @@ def run_astra_flags(argv: list[str]) -> int:
     """The reference binary's flags. An unknown flag is an error (ASTRA-sim ignores it, so a
     mistyped ``--netwrok-backend=packet`` would silently run the default backend)."""
     args = _astra_parser().parse_args(argv)
-    for flag in ("workload", "system", "network", "remote_memory"):
-        if not getattr(args, f"{flag}_configuration"):
+    for flag in ("workload", "system", "network", "remote_memory", "comm_group"):
+        if not getattr(args, f"{flag}_configuration"):  # the comm groups' is optional: say so
             raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
-                             f"string)")
+                             f"string){'; leave the flag out for no groups' if flag == 'comm_group' else ''}")
     log = None
     if args.logging_folder is not None:
         from simpy_astra.report.log_folder import LogFolder

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.config.file_kinds import refuse_another_kind
 from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
 from simpy_astra.errors import InputError, integer_fix
 
@@ -73,10 +74,12 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
             raise InputError.at(src, show_value(key), "is not a group id; keys must be decimal integers > 0",
                                 kind="group")
         if not re.fullmatch(r"[1-9][0-9]*", key) or int(key) > INT32_MAX:
+            refuse_another_kind(j, src, "communicator-group JSON")
             raise InputError.at(
                 src,
                 key,
-                "is not a group id; keys must be decimal integers > 0 (0 means all NPUs)",
+                "is not a group id; keys must be decimal integers > 0 (0 means all NPUs)"
+                + _group_id_fix(key),
                 kind="group",
             )
         if not isinstance(members, list) or not members:
@@ -96,7 +99,16 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
                     kind="group",
                 )
             if npu in seen:
-                raise InputError.at(src, key, f"lists NPU {npu} twice", kind="group")
+                raise InputError.at(src, key, f"lists NPU {npu} twice; list each NPU once", kind="group")
             seen.add(npu)
         groups[int(key)] = tuple(members)
     return groups
+
+
+def _group_id_fix(key: str) -> str:
+    """The fix for a group id of digits that is refused: too large for an int, or leading zeros."""
+    if not key.isascii() or not key.isdigit() or int(key) == 0:
+        return ""
+    if int(key) > INT32_MAX:
+        return f" and at most {INT32_MAX} (ASTRA-sim keeps them in an int)"
+    return f"; write {int(key)}"

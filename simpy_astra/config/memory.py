@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.network import KNOWN_NETWORK_KEYS
+from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
 from simpy_astra.config.readers import (
     UINT64_MAX,
     PathLike,
@@ -18,12 +18,12 @@ from simpy_astra.config.readers import (
     show_value,
     unknown_key_warnings,
 )
-from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.infra.horizon import HORIZON_NS
 
 #: every key a remote-memory JSON is read for
 MEMORY_KEYS = ("memory-type", "num-nodes", "num-npus-per-node", "remote-mem-latency", "remote-mem-bw")
+register_keys("remote-memory JSON", MEMORY_KEYS)
 
 MEMORY_TYPES = (
     "NO_MEMORY_EXPANSION",
@@ -67,20 +67,6 @@ class RemoteMemoryConfig:
             )
 
 
-def _another_file(j: dict, src: str) -> None:
-    """A system JSON or network YAML given for the remote memory: no key of its own is required,
-    so it ran as NO_MEMORY_EXPANSION with a warning for each of its keys (ASTRA-sim reads
-    memory-type uninitialised then)."""
-    if set(j) & set(MEMORY_KEYS):
-        return
-    for what, known in (("system JSON", KNOWN_SYSTEM_KEYS), ("network YAML", KNOWN_NETWORK_KEYS)):
-        theirs = [str(k) for k in j if k in known]
-        if theirs:
-            raise InputError(f"{src}: holds a {what}'s fields ({', '.join(theirs[:3])}{', ...' if len(theirs) > 3 else ''})"
-                             f" and none of a remote memory's; give the remote-memory file, e.g. {{\"memory-type\": "
-                             f"\"NO_MEMORY_EXPANSION\"}}")
-
-
 def load_remote_memory_json(path: PathLike) -> RemoteMemoryConfig:
     """Read a remote-memory JSON (``AnalyticalRemoteMemory``).
 
@@ -95,7 +81,7 @@ def load_remote_memory_json(path: PathLike) -> RemoteMemoryConfig:
 def remote_memory_from_mapping(j: Any, src: str) -> RemoteMemoryConfig:
     """A remote-memory JSON's object (from a file, or inline in a scenario); errors name ``src``."""
     j = require_mapping(j, src, "remote-memory config", "memory-type: NO_MEMORY_EXPANSION")
-    _another_file(j, src)
+    refuse_another_kind(j, src, "remote-memory JSON")  # no key is required: it ran as NO_MEMORY_EXPANSION
     kw: dict[str, Any] = {"source": src}
     memory_type = RemoteMemoryConfig.memory_type
     if "memory-type" in j:

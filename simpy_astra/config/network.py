@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
 from simpy_astra.config.readers import (
     PathLike,
     load_yaml_mapping,
@@ -82,6 +83,7 @@ _NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
 _EXAMPLES = {"topology": "[ Ring ]", "npus_count": "[ 8 ]", "bandwidth": "[ 50.0 ]", "latency": "[ 500.0 ]"}
 #: every key a network YAML is read for: ASTRA-sim's four lists, then our extensions
 KNOWN_NETWORK_KEYS = (*_NETWORK_KEYS, "graph", "packet-size", "switch-buffer", "cost", "link-model", "switch-model")
+register_keys("network YAML", KNOWN_NETWORK_KEYS)
 
 
 def load_network_yaml(path: PathLike) -> NetworkConfig:
@@ -108,6 +110,7 @@ def _four_lists(data: dict, src: str) -> dict[str, list[Any]]:
                          f"network: block as a file of its own, or run the scenario: simpy-astra run {src}")
     for key in _NETWORK_KEYS:
         if key not in data:
+            refuse_another_kind(data, src, "network YAML")
             raise InputError.at(
                 src,
                 key,

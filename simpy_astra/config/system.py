@@ -14,6 +14,7 @@ from typing import Any
 
 from simpy_astra.collectives import known_names as known_collective_names
 from simpy_astra.collectives import resolve as resolve_collective
+from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
 from simpy_astra.config.readers import (
     INT32_MAX,
     PathLike,
@@ -260,6 +261,7 @@ _SYSTEM_KEYS = frozenset((
 
 #: every key a system JSON may hold (read here, or known to ASTRA-sim)
 KNOWN_SYSTEM_KEYS = _SYSTEM_KEYS | frozenset(_UNPARSED_KEYS) | frozenset(_UNMODELLED_KEYS)
+register_keys("system JSON", KNOWN_SYSTEM_KEYS)
 
 
 def _ignored_keys(src: str, j: dict) -> list[str]:
@@ -364,6 +366,7 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
         if key in j:
             kw[attr] = read(src, key, j[key], injection_scale)
         elif key in REQUIRED_KEYS:
+            refuse_another_kind(j, src, "system JSON")
             raise InputError.at(src, key, REQUIRED_KEYS[key])
     _rates_fit_horizon(src, "", kw.get("peak_perf_tflops"), kw.get("local_mem_bw_gbps"))
     if kw.get("roofline_enabled"):  # the roofline model divides by both

@@ -556,3 +556,10 @@ class Npu(NpuFaults, Probed):
         group = self.groups.get(int(pg)) if pg not in ("", "0") else None
         where = f"communicator group {pg} {list(group.members)}" if group else "all NPUs"
         return f"node {node_id} (COMM_COLL '{node.name}', {kind} on {where})"
+
+    def waiting_collectives(self) -> list[tuple[str, str, int]]:
+        """(collective, pg_name, comm_size in bytes) of each COMM_COLL node in flight: stall
+        reports compare them across NPUs (members that disagree on a size never match)."""
+        nodes = [self.nodes[n] for n in sorted(self.stats.starts)]
+        return [(COLLECTIVE_NAMES[n.get_int("comm_type")], n.get_str("pg_name", ""), n.get_int("comm_size"))
+                for n in nodes if n.type == COMM_COLL_NODE]

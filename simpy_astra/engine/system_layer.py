@@ -12,6 +12,7 @@ chunks finished their last phase.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -249,9 +250,10 @@ class SystemLayer(Probed):
                     dims.append(LogicalDim(tuple(range(self.total_npus)), self.npu_id))
                     break
                 if d >= len(self.network_dims):
-                    raise InputError(f"{self.config.source}: {kind.replace('_', '-')}-implementation "
-                                     f"lists {len(names)} dimensions but the network has "
-                                     f"{len(self.network_dims)}")
+                    dims_n = len(self.network_dims)
+                    raise InputError.at(self.config.source, f"{kind.replace('_', '-')}-implementation",
+                                        f"lists {len(names)} algorithms but the network has {dims_n} "
+                                        f"dimension(s); give one per dimension, e.g. {json.dumps(list(names[:dims_n]))}")
                 dims.append(dimension_ring(self.npu_id, self.network_dims, d))
             plan = CollectivePlan(choices, dims, None, self.default_streams)
             self._default_plans[kind] = plan

@@ -4,6 +4,7 @@ nodes against the system's roofline)."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Callable
@@ -21,6 +22,19 @@ from simpy_astra.workloads.chakra.types import (
     COMM_SEND_NODE,
     COMP_NODE,
 )
+
+
+def _near_prefix(prefix: str) -> str:
+    """'; did you mean P?' for the workload prefix beside ``prefix`` that it nearly spells
+    (``step.`` or ``step.0`` for ``step``, whose files are step.0.et ...), else ''."""
+    folder, name = os.path.split(prefix)
+    try:
+        with os.scandir(folder or ".") as entries:
+            found = sorted({e.name[:-len(".0.et")] for e in entries if e.name.endswith(".0.et")})
+    except OSError:  # no such folder: the message names the path already
+        return ""
+    near = difflib.get_close_matches(name, found, n=1)
+    return f"; did you mean {os.path.join(folder, near[0])}?" if near else ""
 
 
 def check_et_count(prefix: str, n: int, network: str) -> None:
@@ -45,7 +59,7 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
         raise InputError.in_file(et_path(prefix, found), f"the ET file for NPU {found} does not exist; the "
                          f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
                          f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
-                         f"({found} consecutive file(s) found{where})")
+                         f"({found} consecutive file(s) found{where}){'' if found else _near_prefix(prefix)}")
     if found == n:  # a later rank after a gap (PREFIX.{n+1}.et) would be silently left out
         later = sorted(r for r in files.numbered_files(prefix) if r > n)
         if later:

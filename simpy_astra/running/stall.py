@@ -92,7 +92,7 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
                     + capped(waiting, "phases") + "): fire a ctx.signal() with .fire(value), "
                     "or yield events of ctx.env that something triggers")
         head = f"simulation stalled at {when} with {len(stuck)} of {total_npus} NPU(s) unfinished ({why}): "
-        text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
+        text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs") + sizes_differ(stuck)
         if held:
             text += ". Messages that cannot move: " + capped(held, "messages")
         if unheld:
@@ -105,6 +105,27 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
         return text
     return (f"simulation ended at {now} ns with unmatched messages (a send whose receive is "
             f"never posted): " + capped(unmatched, "messages"))
+
+
+def sizes_differ(stuck: list) -> str:
+    """'. Their ... differ in size: ...' when the stuck NPUs each wait on one collective of a
+    kind and group and give it different comm_size: members that disagree never match, and the
+    messages they leave unmatched do not say why; else ''."""
+    sizes: dict[tuple[str, str], dict[int, list[int]]] = {}
+    for npu in stuck:
+        waits = npu.waiting_collectives()
+        for key in {(kind, pg) for kind, pg, _ in waits}:
+            mine = [size for kind, pg, size in waits if (kind, pg) == key]
+            if len(mine) == 1:
+                sizes.setdefault(key, {}).setdefault(mine[0], []).append(npu.device_id)
+    for (kind, pg), by_size in sorted(sizes.items()):
+        if len(by_size) > 1:
+            where = f"communicator group {pg}" if pg not in ("", "0") else "all NPUs"
+            shown = "; ".join(f"{size:,} B on NPU{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:4]))}"
+                              f"{' ...' if len(ids) > 4 else ''}" for size, ids in sorted(by_size.items()))
+            return (f". Their {kind} on {where} differs in size ({shown}): every member must give a "
+                    f"collective the same comm_size")
+    return ""
 
 
 #: the watchdog's first wake-up; its interval doubles up to MAX_WATCH_INTERVAL_NS
