@@ -36,8 +36,10 @@ class GeneratedWorkload:
 
 
 def cache_root() -> str:
-    return os.environ.get("SIMPY_ASTRA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                               "simpy-astra")
+    """``$SIMPY_ASTRA_CACHE``, a leading ``~`` read as the home folder as a shell would (a value
+    quoted in a script or an env file keeps it, and made a folder named ``~`` in the working
+    one), else ``~/.cache/simpy-astra``."""
+    return os.path.expanduser(os.environ.get("SIMPY_ASTRA_CACHE") or os.path.join("~", ".cache", "simpy-astra"))
 
 
 def folder_digest(root: Path) -> str:
