@@ -4,8 +4,10 @@ before its fix: a silent wrong run, a field ignored, or an error naming no fix."
 
 from __future__ import annotations
 
+import pytest
+
 from simpy_astra.cli.main import main
-from tests.scenario_files import megatron_scenario
+from tests.scenario_files import SMALL_GPT_ARGS, megatron_scenario, megatron_sweep
 
 
 def test_a_cache_path_quoted_with_its_tilde_goes_home(tmp_path, capsys, monkeypatch):
@@ -18,3 +20,43 @@ def test_a_cache_path_quoted_with_its_tilde_goes_home(tmp_path, capsys, monkeypa
     assert main(["run", megatron_scenario(tmp_path), "--quiet"]) == 0, capsys.readouterr().err
     assert (tmp_path / "home" / "cache" / "workloads").is_dir()
     assert not (tmp_path / "work" / "~").exists()
+
+
+def _step_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
+    """The headline of a run of ``path`` and its warnings, each on one line."""
+    from tests.wrapped_lines import plain
+
+    assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return captured.out, plain(captured.err).strip().splitlines()
+
+
+@pytest.mark.parametrize(("fields", "key", "said"), [
+    # the preset's nodes have no NVLS (dgx-a100-80gb: node.nvls false); only a written nvls:
+    # false was heard
+    ({"nccl_nvls_efficiency": 0.5}, "nccl_nvls_efficiency", "nvls, and nvls is false (no NVLink SHARP)"),
+    # a latency scale fitted on an algorithm that never runs: no word was said of either
+    ({"nccl_algo": "ring", "nccl_latency_scale": 20, "nccl_latency_scale_algo": "tree"}, "nccl_latency_scale",
+     "tree, and nccl_algo forces ring"),
+    ({"nccl_latency_scale": 20, "nccl_latency_scale_algo": "nvls"}, "nccl_latency_scale",
+     "nvls, and nvls is false (no NVLink SHARP)"),
+])
+def test_an_nccl_term_of_an_algorithm_the_machine_never_runs_is_said(tmp_path, capsys, fields, key, said):
+    base = {k: v for k, v in fields.items() if k != key}
+    path = megatron_scenario(tmp_path, SMALL_GPT_ARGS, gpus=16, **fields)
+    step, warnings = _step_and_warnings(capsys, path)
+    assert warnings == [f"warning: {path}: cluster.{key} changes nothing here: it is read only when NCCL's "
+                        f"all-reduce runs {said}"]
+    assert step == _step_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "base.yaml", gpus=16,
+                                                                **base))[0]
+
+
+def test_a_sweep_over_a_latency_scale_no_run_reads_runs_it_once(tmp_path, capsys):
+    # dgx-h100's scale is its NVLS fit's: beside nccl_algo: ring every point ran the same step
+    sweep = megatron_sweep(tmp_path, {"cluster.nccl_latency_scale": [1, 2]},
+                           cluster={"preset": "dgx-h100", "gpus": 16, "nccl_algo": "ring"})
+    assert main(["sweep", sweep, "--list"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("1 point\n"), captured.out
+    assert "(cluster.nccl_latency_scale changes nothing where nccl_algo forces ring)" in " ".join(
+        captured.err.split())

@@ -4,9 +4,15 @@ spine beside that network); an algorithm's fitted share beside another algorithm
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from simpy_astra.engine.nccl_names import FORCEABLE
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from simpy_astra.config.cluster import Cluster
 
 #: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
 NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_latency_scale_algo", "nccl_launch_us", "nccl_ring_efficiency",
@@ -52,23 +58,35 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
         raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
 
 
-def unused_share_keys(written: dict) -> dict[str, str]:
-    """Each fitted share of an NCCL algorithm that this cluster never runs (its tree share beside
-    ``nccl_algo: ring``, its NVLS share beside ``nvls: false``) -> why: the step is the same
-    without it (a sweep runs such points once)."""
-    forced = written.get("nccl_algo")
+def _unused_shares(cluster: Cluster, written: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Each key ``written`` of a fitted NCCL algorithm's term that this cluster never runs ->
+    (the algorithm, why): its tree share beside ``nccl_algo: ring``, its NVLS share where the
+    nodes have no NVLS (``nvls: false``, or the preset's), and ``nccl_latency_scale`` fitted on
+    such an algorithm (``nccl_latency_scale_algo``, written or the preset's)."""
+    forced, keys = cluster.nccl_algo, set(written)
+    scaled = cluster.node.get("nccl_latency_scale_algo")
     out = {}
     for algo in ("tree", "nvls"):
         why = (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
-               "nvls is false (no NVLink SHARP)" if algo == "nvls" and written.get("nvls") is False else None)
-        if why is not None and f"nccl_{algo}_efficiency" in written:
-            out[f"nccl_{algo}_efficiency"] = why
+               "nvls is false (no NVLink SHARP)" if algo == "nvls" and not cluster.nvls else None)
+        if why is None:
+            continue
+        if f"nccl_{algo}_efficiency" in keys:
+            out[f"nccl_{algo}_efficiency"] = (algo, why)
+        if "nccl_latency_scale" in keys and scaled == algo:
+            out["nccl_latency_scale"] = (algo, why)
     return out
 
 
-def unused_algorithm_shares(where: str, written: dict) -> list[str]:
+def unused_share_keys(cluster: Cluster, written: Iterable[str]) -> dict[str, str]:
+    """Each key of :func:`_unused_shares` -> why: the step is the same without it (a sweep runs
+    such points once)."""
+    return {key: why for key, (_, why) in _unused_shares(cluster, written).items()}
+
+
+def unused_algorithm_shares(cluster: Cluster, written: Iterable[str]) -> list[str]:
     """A line for each of :func:`unused_share_keys`. Said, not refused: a calibrated cluster
     keeps every share, and a sweep over ``nccl_algo`` (what if NCCL ran the ring here) gives them
     to every point."""
-    return [f"{where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs "
-            f"{key.split('_')[1]}, and {why}" for key, why in unused_share_keys(written).items()]
+    return [f"{cluster.where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs {algo}, "
+            f"and {why}" for key, (algo, why) in _unused_shares(cluster, written).items()]

@@ -275,7 +275,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool]
     except InputError:
         return None
     why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
-    shares = unused_share_keys({"nccl_algo": loaded.nccl_algo, "nvls": loaded.nvls, **loaded.node})
+    shares = unused_share_keys(loaded, loaded.node)
     why.update({key: f"where {said}" for key, said in shares.items()})
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
               "node": _numbers({k: v for k, v in loaded.node.items() if k not in why}),
