@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from simpy_astra.cli.main import main
-from tests.scenario_files import SMALL_GPT_ARGS, megatron_scenario, megatron_sweep
+from tests.scenario_files import SMALL_GPT_ARGS, error_lines, megatron_scenario, megatron_sweep
 
 
 def test_a_cache_path_quoted_with_its_tilde_goes_home(tmp_path, capsys, monkeypatch):
@@ -60,3 +60,25 @@ def test_a_sweep_over_a_latency_scale_no_run_reads_runs_it_once(tmp_path, capsys
     assert captured.out.startswith("1 point\n"), captured.out
     assert "(cluster.nccl_latency_scale changes nothing where nccl_algo forces ring)" in " ".join(
         captured.err.split())
+
+
+@pytest.mark.parametrize(("gpu", "said"), [
+    # before: 'must be a mapping of GPU figures to override', and not how to get another GPU
+    ("H100-SXM5-80GB", "gpu: 'H100-SXM5-80GB' is a GPU's name, and gpu: lays figures over the preset's GPU as a "
+                       "mapping (gpu: {tensor_tflops: 989}); for another GPU use preset: dgx-h100"),
+    # before: ran the A100's figures to the nanosecond under the H100's name
+    ({"name": "H100-SXM5-80GB"}, "gpu.name: H100-SXM5-80GB is a hopper GPU and every figure is still {preset}'s "
+                                 "A100-SXM4-80GB (ampere): only NCCL's constants and the attention kernels would "
+                                 "change; use preset: dgx-h100, or give the GPU's figures beside its name"),
+])
+def test_another_gpu_by_name_alone_is_told_to_take_its_preset(tmp_path, capsys, gpu, said):
+    from simpy_astra.config.cluster_presets import PRESET_DIR
+
+    path = megatron_scenario(tmp_path, gpu=gpu)
+    preset = f"{PRESET_DIR}/dgx-a100-80gb.yaml"
+    assert error_lines(capsys, ["run", path]) == [f"error: {path}: cluster.{said.replace('{preset}', preset)}"]
+
+
+def test_a_gpu_renamed_within_its_generation_still_runs(tmp_path, capsys):
+    # an A800 is the A100's export board: the preset's figures are its own
+    assert main(["run", megatron_scenario(tmp_path, gpu={"name": "A800-SXM4-80GB"}), "--quiet"]) == 0

@@ -52,6 +52,7 @@ from simpy_astra.config.cluster_fields import (
 )
 from simpy_astra.config.cluster_presets import check_preset_blocks, preset_path
 from simpy_astra.config.gpu_names import gpu_generation, nvls_of
+from simpy_astra.config.gpu_overrides import check_gpu_overrides
 from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
@@ -236,9 +237,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     gpu_fields = [f.name for f in fields(Gpu)]
     check_preset_blocks(doc, path)
     overrides = value.get("gpu", {})
-    if not isinstance(overrides, dict):
-        raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
     preset_gpu, preset_gpu_names = with_units(doc["gpu"], f"{path}: gpu")
+    check_gpu_overrides(overrides, preset_gpu, where, path)
     overrides, override_names = with_units(overrides, f"{where}.gpu")
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         refuse_unknown(given, gpu_fields, source)

@@ -1,0 +1,52 @@
+"""A scenario's ``cluster.gpu``: figures laid over the preset's GPU. What is no such thing is
+refused with the way to another GPU: a GPU's name given for the mapping, or a new name of
+another generation over the preset's figures, which would run the preset's GPU under it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import yaml
+
+from simpy_astra.config.cluster_presets import PRESET_DIR, presets
+from simpy_astra.config.gpu_names import gpu_generation
+from simpy_astra.errors import InputError
+
+
+def _presets_of(generation: str) -> list[str]:
+    """The presets whose GPU is of ``generation`` (read only on the way to an error)."""
+    out = []
+    for name in presets():
+        with open(os.path.join(PRESET_DIR, f"{name}.yaml"), encoding="utf-8") as f:
+            gpu = (yaml.safe_load(f) or {}).get("gpu") or {}
+        if gpu_generation(str(gpu.get("name", ""))) == generation:
+            out.append(name)
+    return out
+
+
+def _another_gpu(name: str) -> str:
+    """How to run on the GPU ``name``: a preset of its generation, else its own preset copy."""
+    near = _presets_of(gpu_generation(name)) if gpu_generation(name) else []
+    return (f"preset: {' or '.join(near)}" if near else
+            "a copy of a preset with that GPU's figures (preset: ./my-gpu.yaml)")
+
+
+def check_gpu_overrides(overrides: Any, preset_gpu: dict[str, Any], where: str, path: str) -> None:
+    """Refuse a ``cluster.gpu`` that is not figures over the preset's GPU (``where``: the
+    scenario's cluster, ``path``: the preset file)."""
+    if isinstance(overrides, str) and overrides.strip():
+        raise InputError(f"{where}.gpu: {overrides!r} is a GPU's name, and gpu: lays figures over the preset's "
+                         f"GPU as a mapping (gpu: {{tensor_tflops: 989}}); for another GPU use "
+                         f"{_another_gpu(overrides)}")
+    if not isinstance(overrides, dict):
+        raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override, e.g. gpu: "
+                         f"{{tensor_tflops: 989}} (got {overrides!r})")
+    name, old = overrides.get("name"), str(preset_gpu.get("name", ""))
+    if not isinstance(name, str) or len(overrides) > 1:
+        return
+    if gpu_generation(name) and gpu_generation(old) and gpu_generation(name) != gpu_generation(old):
+        raise InputError(f"{where}.gpu.name: {name} is a {gpu_generation(name)} GPU and every figure is still "
+                         f"{path}'s {old} ({gpu_generation(old)}): only NCCL's constants and the attention "
+                         f"kernels would change; use {_another_gpu(name)}, or give the GPU's figures beside its "
+                         f"name")
