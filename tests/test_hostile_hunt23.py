@@ -82,3 +82,15 @@ def test_another_gpu_by_name_alone_is_told_to_take_its_preset(tmp_path, capsys, 
 def test_a_gpu_renamed_within_its_generation_still_runs(tmp_path, capsys):
     # an A800 is the A100's export board: the preset's figures are its own
     assert main(["run", megatron_scenario(tmp_path, gpu={"name": "A800-SXM4-80GB"}), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize(("field", "said"), [
+    # before: "must be a positive number (got inf)", of a value that is positive
+    ({"nvlink_gib_s": float("inf")}, "nvlink_gib_s: must be between 0.001 and 1e+09 (GiB/s per GPU and direction, "
+                                     "not B/s; got inf)"),
+    ({"gpu": {"tensor_tflops": float("nan")}}, "gpu.tensor_tflops: must be between 0.001 and 1e+06 (dense "
+                                               "fp16/bf16 TFLOP/s; got nan)"),
+])
+def test_an_endless_cluster_figure_is_told_its_range(tmp_path, capsys, field, said):
+    path = megatron_scenario(tmp_path, **field)
+    assert error_lines(capsys, ["run", path]) == [f"error: {path}: cluster.{said}"]

@@ -95,10 +95,13 @@ NCCL_ALGOS = FORCEABLE
 
 def positive(where: str, key: str, value: Any, integer: bool = False,
               bounds: tuple[float, float, str] | None = None) -> Any:
-    number = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    numeric = not isinstance(value, bool) and isinstance(value, int | float)
+    number = numeric and math.isfinite(value)
     kind = "a positive integer" if integer else "a positive number"
     fix = integer_fix(value, 1, int(bounds[1]) if bounds is not None else None) if integer else ""
-    if number and bounds is not None and not fix:  # 0, 5 and 1e6 SMs alike: the range, no integer to write
+    # 0, 5 and 1e6 SMs alike: the range, no integer to write; YAML's .inf and .nan are numbers
+    # outside it too (inf is positive: 'must be a positive number' named no fix)
+    if numeric and bounds is not None and not fix:
         low, high, unit = bounds
         if not ((0 < value <= high) if low == 0 else (low <= value <= high)):
             span = f"in (0, {high:g}]" if low == 0 else f"between {low:g} and {high:g}"
