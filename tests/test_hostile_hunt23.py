@@ -94,3 +94,30 @@ def test_a_gpu_renamed_within_its_generation_still_runs(tmp_path, capsys):
 def test_an_endless_cluster_figure_is_told_its_range(tmp_path, capsys, field, said):
     path = megatron_scenario(tmp_path, **field)
     assert error_lines(capsys, ["run", path]) == [f"error: {path}: cluster.{said}"]
+
+
+def test_a_holdout_record_beside_another_network_is_warned_of(tmp_path, capsys):
+    # before: validate --holdout split the sizes into 'fitted' and 'held out' against any
+    # network given, though its fitted rows were fitted to the record's network, not this one
+    from pathlib import Path
+
+    nccl = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench"
+    log, fit = str(nccl / "all_reduce.log"), tmp_path / "fit"
+    assert main(["calibrate", log, "--network", str(nccl / "network.yml"), "--out", str(fit),
+                 "--hold-out-every", "3"]) == 0
+    argv = ["validate", log, "--system", str(fit / "system.json"), "--holdout", str(fit / "calibration.json")]
+    capsys.readouterr()
+    assert main([*argv, "--network", str(fit / "network.yml"), "--out", str(tmp_path / "v1")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    import json
+
+    import yaml
+
+    edited = tmp_path / "edited.yml"
+    network = {**yaml.safe_load((fit / "network.yml").read_text()), "bandwidth": [300]}
+    edited.write_text(yaml.safe_dump(network))
+    then = json.loads((fit / "calibration.json").read_text())["fitted"]["bandwidth"]
+    assert main([*argv, "--network", str(edited), "--out", str(tmp_path / "v2")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {edited}: bandwidth is [300], but {fit / 'calibration.json'} fitted {then}: its 'fitted' "
+        f"rows were fitted to another network; give the network.yml calibrate wrote beside it, or drop --holdout"]

@@ -10,6 +10,7 @@ read as a prediction.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,10 @@ def load_fitted_lines(path: str, in_place: bool = False) -> dict[str, set[int]]:
         out.setdefault(sha, set()).update(lines)
         if isinstance(entry.get("path"), str):
             out.paths[os.path.realpath(entry["path"])] = sha
+    values = doc.get("fitted")
+    if isinstance(values, dict):
+        out.network = {key: values[key] for key in ("bandwidth", "latency") if isinstance(values.get(key), list)}
+    out.source = path
     return out
 
 
@@ -101,6 +106,22 @@ class FittedLines(dict[str, set[int]]):
     def __init__(self) -> None:
         super().__init__()
         self.paths: dict[str, str] = {}
+        self.network: dict[str, list] = {}  # the fitted network's bandwidth and latency lists
+        self.source = ""  # the record's path
+
+
+def other_network(network: dict[str, Any], network_path: str, fitted: FittedLines) -> list[str]:
+    """A warning when ``network`` is not the one the record's fit wrote (another fit's
+    network.yml, or one edited since): its 'fitted' rows were fitted to other values, so the
+    split into fitted and held-out sizes scores nothing of this network."""
+    for key, then in fitted.network.items():
+        now = network.get(key)
+        if not isinstance(now, list) or len(now) != len(then) or not all(
+                isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b, rel_tol=1e-6)
+                for a, b in zip(now, then, strict=True)):
+            return [f"{network_path}: {key} is {now}, but {fitted.source} fitted {then}: its 'fitted' rows were "
+                    f"fitted to another network; give the network.yml calibrate wrote beside it, or drop --holdout"]
+    return []
 
 
 def changed_logs(logs: list, fitted: FittedLines) -> list[str]:
