@@ -121,3 +121,15 @@ def test_a_holdout_record_beside_another_network_is_warned_of(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         f"warning: {edited}: bandwidth is [300], but {fit / 'calibration.json'} fitted {then}: its 'fitted' "
         f"rows were fitted to another network; give the network.yml calibrate wrote beside it, or drop --holdout"]
+
+
+def test_nvlink_at_one_gpu_a_node_changes_nothing_and_is_said(tmp_path, capsys):
+    # before: at gpus_per_node 1 (a node's one GPU reaches others only through its NIC) NCCL's
+    # ring still ran at min(NVLink, NIC): nvlink_gib_s: 1 made the step 69.9 ms, not 1.2
+    one = {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}
+    plain = _step_and_warnings(capsys, megatron_scenario(tmp_path, name="plain.yaml", **one))
+    path = megatron_scenario(tmp_path, name="slow.yaml", nvlink_gib_s=1, **one)
+    step, warnings = _step_and_warnings(capsys, path)
+    assert step == plain[0] and plain[1] == []
+    assert warnings == [f"warning: {path}: cluster.nvlink_gib_s changes nothing here: each node holds one GPU "
+                        f"(gpus_per_node 1), so no message crosses NVLink; it applies from 2 GPUs a node"]

@@ -67,6 +67,8 @@ STREAMS_AT_ONCE = 8
 #: keys of the links between nodes: nothing on a one-node job
 BETWEEN_NODES = {"inter_node_gbit_s", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
                  "oversubscription"}
+#: the keys only a node of two or more GPUs reads (its NVLink)
+INSIDE_NODES = {"nvlink_gib_s", "nvlink_latency_ns"}
 
 
 @dataclass(frozen=True)
@@ -98,9 +100,10 @@ class Cluster:
         keys = {OLD_KEYS.get(k, k) for k in written}
         if self.gpus <= int(self.node["gpus"]):
             return sorted(keys & BETWEEN_NODES)
+        idle = sorted(keys & INSIDE_NODES) if int(self.node["gpus"]) == 1 else []
         if "oversubscription" in keys and self.nodes <= int(self.node["nodes_per_leaf"]):
-            return ["oversubscription"]
-        return []
+            idle.append("oversubscription")
+        return idle
 
     def idle_keys(self, written: Iterable[str]) -> list[str]:
         """A line for each key ``written`` that changes nothing at this size
@@ -113,7 +116,9 @@ class Cluster:
                     for key in self.idle_key_names(written)]
         return [f"{self.where}.oversubscription changes nothing here: the {self.nodes} nodes sit under one leaf "
                 f"switch (nodes_per_leaf {leaf}), so no message crosses the spine; it applies from {leaf + 1} "
-                f"nodes ({(leaf + 1) * per_node} GPUs)" for _ in self.idle_key_names(written)]
+                f"nodes ({(leaf + 1) * per_node} GPUs)" if key == "oversubscription" else
+                f"{self.where}.{key} changes nothing here: each node holds one GPU (gpus_per_node 1), so no message "
+                f"crosses NVLink; it applies from 2 GPUs a node" for key in self.idle_key_names(written)]
 
     def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
         """The network's dimensions (sizes, and how many of them are inside a node).

@@ -292,13 +292,16 @@ def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: 
     graph's (NCCL's tree graph: one GPU a node, so its NIC)."""
     m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s * spine
+    # NVLink bounds a path only where a node holds two or more of the group's ranks: at one a
+    # node each hop is GPU, NIC, NIC, GPU (NCCL's graph then has bwIntra = bwInter, the NIC's)
+    nvlink_gb_s = links.nvlink_gb_s if shape.per_node > 1 else math.inf
     if algo == "ring":  # 2 (n-1)/n of the buffer (an all-reduce's) over the slowest link of the ring
-        return share * _ratio(shape, algo, kind) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
+        return share * _ratio(shape, algo, kind) * (nvlink_gb_s if m == 1 else min(nvlink_gb_s, net_gb_s))
     if algo == "pat":
-        return share * PAT_SHARE * min(links.nvlink_gb_s, net_gb_s)
+        return share * PAT_SHARE * min(nvlink_gb_s, net_gb_s)
     if algo == "tree":  # across nodes once each way on two nodes (NCCL: interBw x 2), twice past them
         across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
-        bus = min(TREE_SHARE * min(links.nvlink_gb_s, across), _cap_gb_s(links, shape, "tree"))
+        bus = min(TREE_SHARE * min(nvlink_gb_s, across), _cap_gb_s(links, shape, "tree"))
         return share * _ratio(shape, algo) * bus
     return _nvls_gb_s(links, shape, share, spine, kind)
 
