@@ -133,3 +133,18 @@ def test_nvlink_at_one_gpu_a_node_changes_nothing_and_is_said(tmp_path, capsys):
     assert step == plain[0] and plain[1] == []
     assert warnings == [f"warning: {path}: cluster.nvlink_gib_s changes nothing here: each node holds one GPU "
                         f"(gpus_per_node 1), so no message crosses NVLink; it applies from 2 GPUs a node"]
+
+
+@pytest.mark.parametrize("figure", ["mfu", "tflops_per_gpu", "tokens_per_s_per_gpu"])
+def test_minimising_a_figure_of_which_more_is_better_is_warned_of(tmp_path, capsys, figure):
+    # before: minimise: mfu ran in silence and its best line named the layout of the lowest MFU
+    # (maximise: was refused for that reason; minimise: of the figure itself was not)
+    tp = {"workload.args.tensor-model-parallel-size": [1, 2]}
+    sweep = megatron_sweep(tmp_path, tp, minimise=figure)
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert " ".join(capsys.readouterr().err.split()) == (
+        f"warning: minimise: {figure} ranks the point of the lowest {figure} best, though more {figure} is better; "
+        f"write minimise: -{figure} for the highest (or minimise: iteration_time_ns)")
+    sweep = megatron_sweep(tmp_path, tp, minimise=f"-{figure}")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().err == ""

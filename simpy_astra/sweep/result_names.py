@@ -24,6 +24,8 @@ RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_m
 ROW_COLUMNS = ("key", "status", "error", "warnings", "inputs_sha256", "same_run_as", "row_sha256")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
+#: a Megatron job's figures of which more is better (a bare ``minimise:`` of one is warned of)
+HIGHER_IS_BETTER = ("tflops_per_gpu", "mfu", "tokens_per_s_per_gpu")
 #: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)
 MEGATRON_REPORT = ("iteration_time_ns", "tflops_per_gpu", "mfu", "memory_per_gpu_gib", "wall_s")
 #: the files a sweep keeps in its --out folder (store.py, best.py, plots.py), beside its

@@ -53,7 +53,7 @@ from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import Expression, type_mismatch
 from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
-from simpy_astra.sweep.result_names import DEFAULT_REPORT, RESULT_NAMES, TRAINING_NAMES
+from simpy_astra.sweep.result_names import DEFAULT_REPORT, HIGHER_IS_BETTER, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints, SameRun
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
 from simpy_astra.sweep.spec_goals import Goals, read_goals
@@ -394,6 +394,10 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     refuse_unknown_keys(f"{path}: base", base, SCENARIO_KEYS, "scenario", key_home)
     check_axis_values(path, axes, base, axis_paths)
     goals = read_goals(path, doc, axes, base)
+    text = goals.objective.text.strip()
+    if text in HIGHER_IS_BETTER:  # the best line crowned the slowest layout, as maximise: did
+        warnings.append(f"minimise: {text} ranks the point of the lowest {text} best, though more {text} is "
+                        f"better; write minimise: -{text} for the highest (or minimise: iteration_time_ns)")
     return SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, goals=goals, warnings=warnings,
                      module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
