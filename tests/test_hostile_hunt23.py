@@ -148,3 +148,22 @@ def test_minimising_a_figure_of_which_more_is_better_is_warned_of(tmp_path, caps
     sweep = megatron_sweep(tmp_path, tp, minimise=f"-{figure}")
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(("flag", "said"), [
+    # before: "... that this simulator knows", no fix, for the count a launcher gives
+    ("--gpus 16", "the job's GPUs are not an argument of pretrain_gpt.py (torchrun's --nnodes x --nproc-per-node give "
+                  "them): give the GPU count as cluster.gpus in a scenario (generate megatron: --gpus before --)"),
+    # before: "did you mean --model-parallel-size?", another thing altogether
+    ("--data-parallel-size 2", "the data-parallel size is not an argument of Megatron-LM: it follows from the GPU count, "
+                               "gpus / (tp x pp x cp); set the GPUs (cluster.gpus in a scenario, generate megatron's "
+                               "--gpus)"),
+    ("--preset dgx-h100", "the machine is not an argument of Megatron-LM: name it as cluster.preset in a scenario "
+                          "(generate megatron: --preset before --)"),
+])
+def test_what_the_launcher_or_cluster_gives_is_told_where_it_goes(tmp_path, capsys, flag, said):
+    from tests.scenario_files import TINY_GPT_ARGS
+
+    path = megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} {flag}")
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: workload.args: {flag.split()[0]}: {said}, and remove it here"]

@@ -184,6 +184,23 @@ SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size
                "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
 
 
+#: what a job's launcher or cluster gives, written among Megatron's flags: none is an argument of
+#: pretrain_gpt.py, and the closest spelling pointed elsewhere (--data-parallel-size: "did you
+#: mean --model-parallel-size?"); each -> what it is and where it goes
+_GIVEN_ELSEWHERE = {
+    **dict.fromkeys(("--gpus", "--num-gpus", "--world-size", "--nnodes", "--num-nodes", "--nproc-per-node",
+                     "--nproc_per_node", "--gpus-per-node"),
+                    "the job's GPUs are not an argument of pretrain_gpt.py (torchrun's --nnodes x --nproc-per-node "
+                    "give them): give the GPU count as cluster.gpus in a scenario (generate megatron: --gpus "
+                    "before --)"),
+    **dict.fromkeys(("--data-parallel-size", "--dp", "--data-parallel"),
+                    "the data-parallel size is not an argument of Megatron-LM: it follows from the GPU count, gpus / "
+                    "(tp x pp x cp); set the GPUs (cluster.gpus in a scenario, generate megatron's --gpus)"),
+    "--preset": "the machine is not an argument of Megatron-LM: name it as cluster.preset in a scenario (generate "
+                "megatron: --preset before --)",
+}
+
+
 #: a default no Megatron-LM names, by the one flag that turns it off
 _OPPOSITES = {"--add-bias-linear": "--disable-bias-linear"}
 
@@ -237,6 +254,8 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
         if takes is None:
             takes = 0 if flag in SWITCHES else 1 if flag in ONE_VALUE else "*" if flag in SEVERAL_VALUES else None
             if not accepted(flag):
+                if flag in _GIVEN_ELSEWHERE:
+                    raise InputError(f"{where}: {flag}: {_GIVEN_ELSEWHERE[flag]}, and remove it here")
                 if takes is None:
                     raise InputError(f"{where}: {flag} is not an argument of Megatron-LM's pretrain_gpt.py "
                                      f"that this simulator knows{suggestion(flag, known)}")
