@@ -167,3 +167,17 @@ def test_what_the_launcher_or_cluster_gives_is_told_where_it_goes(tmp_path, caps
     path = megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} {flag}")
     assert error_lines(capsys, ["run", path]) == [
         f"error: {path}: workload.args: {flag.split()[0]}: {said}, and remove it here"]
+
+
+def test_zb_h1_on_model_chunks_names_the_schedules_that_run_them(tmp_path, capsys):
+    # before: "ZB-H1 runs one chunk per stage, not 2", and nothing of what does run them
+    from tests.scenario_files import write_yaml
+
+    args = ("--num-layers 8 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
+            "--global-batch-size 16 --bf16 --vocab-size 32000 --pipeline-model-parallel-size 2 "
+            "--virtual-pipeline-model-parallel-size 2")
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": args, "schedule": "zb-h1"},
+                                 "cluster": {"preset": "dgx-h100", "gpus": 8}})
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: workload.schedule: ZB-H1 runs one chunk per stage, not 2 (use zb-v for two chunks in a V, "
+        f"or interleaved-1f1b)"]

@@ -19,7 +19,8 @@ def zb_h1(stage: int, pp: int, micro_batches: int, chunks: int = 1) -> list[Task
     the queue's oldest weight gradient, once ``r`` of them have been queued; the rest at the
     end. The first stage runs plain 1F1B."""
     if chunks != 1:
-        raise ValueError(f"ZB-H1 runs one chunk per stage, not {chunks}")
+        raise ValueError(f"ZB-H1 runs one chunk per stage, not {chunks} (use zb-v for two chunks in a V, or "
+                         f"interleaved-1f1b)")
     warmup = min(pp - stage - 1, micro_batches)
     steady = micro_batches - warmup
     order = [Task(Kind.FORWARD, m, 0) for m in range(warmup)]
