@@ -22,7 +22,10 @@ WHERE = "s.yaml: workload"
 
 
 def _gpu(preset: str = "dgx-a100-80gb", name: str | None = None) -> dict:
-    return load_cluster({"preset": preset, "gpus": 8, **({"gpu": {"name": name}} if name else {})}, "c").gpu
+    # the preset's figures under another GPU's name: what the rules read of a GPU is its name (a
+    # scenario is refused such a GPU, whose figures would be the preset's: gpu_overrides.py)
+    gpu = load_cluster({"preset": preset, "gpus": 8}, "c").gpu
+    return {**gpu, "name": name} if name else gpu
 
 
 def _attention_seconds(args: str, backward: bool, preset: str = "dgx-a100-80gb") -> tuple[float, tuple[str, ...]]:
