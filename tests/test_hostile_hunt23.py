@@ -181,3 +181,16 @@ def test_zb_h1_on_model_chunks_names_the_schedules_that_run_them(tmp_path, capsy
     assert error_lines(capsys, ["run", path]) == [
         f"error: {path}: workload.schedule: ZB-H1 runs one chunk per stage, not 2 (use zb-v for two chunks in a V, "
         f"or interleaved-1f1b)"]
+
+
+@pytest.mark.parametrize(("axis", "values"), [("fp8-format", [None, "hybrid"]),
+                                              ("attention-backend", [None, "flash", "fused"])])
+def test_a_flag_megatrons_own_layers_do_not_read_runs_its_sweep_point_once(tmp_path, capsys, axis, values):
+    # before: run warned that each changes nothing under --transformer-impl local, yet a sweep
+    # over it ran every value as a step of its own, and ranked them
+    sweep = megatron_sweep(tmp_path, {f"workload.args.{axis}": values},
+                           args=f"{SMALL_GPT_ARGS} --transformer-impl local")
+    assert main(["sweep", sweep, "--list"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("1 point\n"), captured.out
+    assert "(Megatron-LM runs their arguments alike)" in " ".join(captured.err.split())

@@ -508,7 +508,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         # 2022's only into fp32 main gradients (arguments.py at d898a8991d; fp16's from 2022-09)
         gradient_accumulation_fusion=not _kernels_2021(a) and not a.no_gradient_accumulation_fusion
         and (not legacy or precision != "fp16" or a.accumulate_allreduce_grads_in_fp32),
-        flash_attention=_fused_attention(a), transformer_engine=te, attention_backend=a.attention_backend or "auto",
+        flash_attention=_fused_attention(a), transformer_engine=te, attention_backend=(a.attention_backend or "auto") if te else "auto",
         cp_comm_types=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, kernels_2021=_kernels_2021(a),
