@@ -194,3 +194,27 @@ def test_a_flag_megatrons_own_layers_do_not_read_runs_its_sweep_point_once(tmp_p
     captured = capsys.readouterr()
     assert captured.out.startswith("1 point\n"), captured.out
     assert "(Megatron-LM runs their arguments alike)" in " ".join(captured.err.split())
+
+
+@pytest.mark.parametrize(("fields", "said"), [
+    # before: "must be in (0, 1e+06]", of a key that takes 0 (a machine without the cost)
+    ({"nccl_launch_us": -1}, "nccl_launch_us: must be from 0 to 1e+06 (microseconds, one NCCL call's fixed cost, "
+                             "as calibrate --nccl-algo fits it; got -1)"),
+    # before: ran, scaling every algorithm's latency by the preset's NVLS fit, where leaving the
+    # key out (and a sweep's null) keeps the preset's nvls
+    ({"nccl_latency_scale_algo": None}, "nccl_latency_scale_algo: is empty (null); write ring, tree or nvls, or "
+                                        "leave the key out for the preset's (every algorithm where it names none)"),
+])
+def test_an_nccl_key_refused_says_what_it_takes(tmp_path, capsys, fields, said):
+    path = megatron_scenario(tmp_path, preset="dgx-h100", gpus=16, **fields)
+    assert error_lines(capsys, ["run", path]) == [f"error: {path}: cluster.{said}"]
+
+
+def test_nvls_at_one_gpu_a_node_is_said_to_change_nothing(tmp_path, capsys):
+    # NCCL runs NVLS only where a node holds two or more of a group's GPUs
+    one = {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}
+    step, warnings = _step_and_warnings(capsys, megatron_scenario(tmp_path, name="off.yaml", nvls=False, **one))
+    path = megatron_scenario(tmp_path, nvls=True, **one)
+    assert _step_and_warnings(capsys, path) == (step, [
+        f"warning: {path}: cluster.nvls changes nothing here: each node holds one GPU (gpus_per_node 1), so no "
+        f"message crosses NVLink; it applies from 2 GPUs a node"])

@@ -68,7 +68,7 @@ STREAMS_AT_ONCE = 8
 BETWEEN_NODES = {"inter_node_gbit_s", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
                  "oversubscription"}
 #: the keys only a node of two or more GPUs reads (its NVLink)
-INSIDE_NODES = {"nvlink_gib_s", "nvlink_latency_ns"}
+INSIDE_NODES = {"nvlink_gib_s", "nvlink_latency_ns", "nvls"}
 
 
 @dataclass(frozen=True)

@@ -141,15 +141,17 @@ def refuse_unknown(given: dict, known: list[str], source: str) -> None:
 
 #: keys whose absence is a choice of its own, and what leaving one out means
 LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree, NVLS or PAT",
-            "nvls": "NVLS as the GPU's name implies"}
+            "nvls": "NVLS as the GPU's name implies",
+            # null scaled every algorithm, not the one the preset's fit names, as leaving it out does
+            "nccl_latency_scale_algo": "the preset's (every algorithm where it names none)"}
 
 
 def no_empty_choice(mapping: dict, written: dict[str, str], where: str) -> None:
-    """Refuse ``nccl_algo:`` or ``nvls:`` written empty (YAML null): it ran as if left out,
+    """Refuse ``nccl_algo:``, ``nvls:`` or ``nccl_latency_scale_algo:`` written empty (YAML null): it ran as if left out,
     while every other cluster field refuses null; a value meant and never typed is told so."""
     for key, meaning in LEFT_OUT.items():
         if key in mapping and mapping[key] is None:
-            values = "ring, tree, nvls or pat" if key == "nccl_algo" else "true or false"
+            values = {"nccl_algo": "ring, tree, nvls or pat", "nvls": "true or false"}.get(key, "ring, tree or nvls")
             raise InputError(f"{where}.{written.get(key, key)}: is empty (null); write {values}, or leave "
                              f"the key out for {meaning}")
 
@@ -181,6 +183,10 @@ def node_value(key: str, raw: Any, source: str, label: str) -> Any:
     """A node figure (``NODE_RANGES``), 0 where a machine may be without it."""
     if key in NODE_MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool):
         return 0.0
+    if key in NODE_MAY_BE_ZERO and isinstance(raw, int | float) and not isinstance(raw, bool) \
+            and not 0 <= raw <= NODE_RANGES[key][1]:  # 'in (0, ...]' told a key that takes 0 it could not
+        high, unit = NODE_RANGES[key][1:]
+        raise InputError(f"{source}.{label}: must be from 0 to {high:g} ({unit}; got {raw!r})")
     return positive(source, label, raw, integer=key in ("gpus", "nodes_per_leaf"), bounds=NODE_RANGES[key])
 
 
