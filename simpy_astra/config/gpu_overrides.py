@@ -43,8 +43,8 @@ def check_gpu_overrides(overrides: Any, preset_gpu: dict[str, Any], where: str, 
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override, e.g. gpu: "
                          f"{{tensor_tflops: 989}} (got {overrides!r})")
     name, old = overrides.get("name"), str(preset_gpu.get("name", ""))
-    if not isinstance(name, str) or len(overrides) > 1:
-        return
+    if not isinstance(name, str) or not name.isprintable() or len(overrides) > 1:
+        return  # a name not one line of text is refused as such (cluster_fields.check_gpu_name)
     if gpu_generation(name) and gpu_generation(old) and gpu_generation(name) != gpu_generation(old):
         raise InputError(f"{where}.gpu.name: {name} is a {gpu_generation(name)} GPU and every figure is still "
                          f"{path}'s {old} ({gpu_generation(old)}): only NCCL's constants and the attention "
