@@ -83,3 +83,22 @@ def test_the_smallest_public_h100_row_is_not_host_bound():
         assert (host_us > sum(s.total_s for s in compute) * 1e6) == bound
         if tp == 1:
             assert host_us == pytest.approx(448.0, abs=1.0)
+
+
+@pytest.mark.parametrize("extra, accepted", [
+    (" --cuda-graph-impl none", True),  # Megatron's default: no graphs
+    (" --cuda-graph-impl local", False),
+    (" --cuda-graph-impl transformer_engine", False),
+    (" --enable-cuda-graph", False),
+    (" --external-cuda-graph", False),
+])
+def test_cuda_graphs_are_refused_saying_why_and_their_default_taken(extra, accepted):
+    """``--cuda-graph-impl none`` is Megatron's default and runs eagerly; graphs are refused
+    naming what is not priced (their memory pools), not as an unknown argument."""
+    from simpy_astra.errors import InputError
+
+    if accepted:
+        assert parse(LAYER + extra, 1).transformer_engine
+        return
+    with pytest.raises(InputError, match="CUDA graphs: their memory pools are not priced"):
+        parse(LAYER + extra, 1)
