@@ -41,6 +41,9 @@ from simpy_astra.running.input_checks import check_et_count, check_paths, checke
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
 
+#: rounds of events queued for the last instant that still run after every NPU has finished
+LAST_INSTANT_ROUNDS = 1000
+
 
 class Simulation(CoSimulation):
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
@@ -183,8 +186,24 @@ class Simulation(CoSimulation):
         if not event.ok:
             return  # an NPU failed: SimPy raises it, and run() reports it
         process_in_place_or_raise(self.finished, self._env.now)
-        if self._running:
-            raise StopSimulation(None)
+        if self._running:  # stop once what is queued for this instant has run (its errors too)
+            self._stop_at_end_of_instant(LAST_INSTANT_ROUNDS)
+
+    def _stop_at_end_of_instant(self, rounds_left: int) -> None:
+        """Stop ``run()`` behind every event queued for this instant: a user's process resumed
+        there after the last NPU finished may raise, and SimPy raises a failed process's error
+        only where its event is processed. ``Event.succeed`` queues the stop behind them; what
+        they queue for the same instant gets another round, at most ``rounds_left``, so a user
+        loop of ``env.timeout(0)`` cannot hold the end of the run."""
+        def stop(_event: simpy.Event) -> None:
+            if rounds_left > 1 and self._env.peek() == self._env.now:
+                self._stop_at_end_of_instant(rounds_left - 1)
+            else:
+                raise StopSimulation(None)
+
+        end = self._env.event()
+        end.callbacks.append(stop)
+        end.succeed()
 
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""

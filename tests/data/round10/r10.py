@@ -1,0 +1,98 @@
+"""The researcher's module of round 10, written from docs/collectives.md, collectives/README.md,
+docs/backends.md, simpy_astra/network/README.md, docs/generators.md and docs/megatron.md."""
+
+from simpy_astra import collectives, topologies
+from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
+from simpy_astra.network.backends import BackendSpec
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.topologies import BasicTopology
+from simpy_astra.workloads.schedules import registry
+from simpy_astra.workloads.schedules.task import Kind, Task
+
+
+def recursive_doubling(ctx):
+    """All-reduce in log2 n steps: the whole buffer to and from index XOR 2^k, then reduce it."""
+    n, i, k = len(ctx.members), ctx.index, 1
+    while k < n:
+        peer = ctx.members[i ^ k]
+        ctx.post(peer, ctx.size_bytes)
+        yield ctx.recv(peer, ctx.size_bytes)
+        yield ctx.endpoint(reduce_bytes=ctx.size_bytes)
+        k *= 2
+
+
+def one_shot(ctx):
+    """NCCL-style one-shot all-reduce: the whole buffer to every other member at once, then
+    one reduction of everything that arrived."""
+    others = [m for m in ctx.members if m != ctx.npu_id]
+    for m in others:
+        ctx.post(m, ctx.size_bytes)
+    yield ctx.env.all_of([ctx.recv(m, ctx.size_bytes) for m in others])
+    yield ctx.endpoint(reduce_bytes=ctx.size_bytes * len(others))
+
+
+def one_shot_traffic(shape):
+    """What one member sends in a phase: the whole buffer to each other member."""
+    return [(p, shape.size_bytes) for p in range(len(shape.members)) if p != shape.index]
+
+
+class Cube(BasicTopology):
+    """A hypercube that refuses a count that is not a power of two."""
+
+    name = "Cube"
+
+    def __init__(self, npus_count, bandwidth_gbps, latency_ns):
+        if npus_count < 2 or npus_count & (npus_count - 1):
+            raise ValueError(f"a cube has a power of two of NPUs (got {npus_count}): write npus_count: [8]")
+        super().__init__(npus_count, bandwidth_gbps, latency_ns)
+
+    def hops(self, src, dst):
+        return bin(src ^ dst).count("1")
+
+    def links(self):
+        dims = self.npus_count.bit_length() - 1
+        return [(i, i ^ (1 << k)) for i in range(self.npus_count) for k in range(dims)]
+
+    def route(self, src, dst):
+        path = [src]
+        for k in range(self.npus_count.bit_length() - 1):
+            if (path[-1] ^ dst) >> k & 1:
+                path.append(path[-1] ^ (1 << k))
+        return path
+
+
+class Duplicating(CongestionUnawareNetwork):
+    """Delivers every message twice, the copy 100 ns after it (a retransmission): schedules
+    one entry's arrival twice, which the board cannot do."""
+
+    pair_delays_only = False
+
+    def send(self, src, dst, tag, size, fn, arg):
+        entry = self.board.post_send(src, dst, tag, size, fn, arg)
+        delay = self.message_delay_ns(src, dst, size)
+        self.board.arrive_after(delay, entry)
+        self.board.arrive_after(delay + 100, entry)
+
+
+DUPLICATING = BackendSpec("duplicating", "x", lambda env, dims, source, config=None: Duplicating(env, dims),
+                          folds=None, folded=None)
+
+
+def interleaved_again(stage, pp, micro_batches, chunks):
+    """Megatron's interleaved 1F1B, handed on as a schedule of one's own."""
+    return registry.schedule("interleaved-1f1b")(stage, pp, micro_batches, chunks)
+
+
+def gpipe(stage, pp, micro_batches, chunks):
+    """GPipe: every forward, then every backward, last micro-batch first."""
+    return ([Task(Kind.FORWARD, m, 0) for m in range(micro_batches)]
+            + [Task(Kind.BACKWARD, m, 0) for m in reversed(range(micro_batches))])
+
+
+collectives.register("rd", CollectiveAlgorithm("rd", recursive_doubling, ring_final_size,
+                                               kinds=frozenset({ALL_REDUCE}), xor_symmetric=True))
+collectives.register("one_shot", CollectiveAlgorithm("one_shot", one_shot, ring_final_size,
+                                                     kinds=frozenset({ALL_REDUCE}), rotation_symmetric=True,
+                                                     traffic=one_shot_traffic))
+topologies.register("Cube", Cube)
+registry.register("gpipe10", gpipe)
