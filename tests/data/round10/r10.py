@@ -83,6 +83,14 @@ def interleaved_again(stage, pp, micro_batches, chunks):
     return registry.schedule("interleaved-1f1b")(stage, pp, micro_batches, chunks)
 
 
+interleaved_again.overlap_p2p_comm = True  # it waits for gradient sends as Megatron's does
+
+
+def interleaved_blocking(stage, pp, micro_batches, chunks):
+    """The same order, saying nothing of its gradient sends (each is waited at once)."""
+    return registry.schedule("interleaved-1f1b")(stage, pp, micro_batches, chunks)
+
+
 def gpipe(stage, pp, micro_batches, chunks):
     """GPipe: every forward, then every backward, last micro-batch first."""
     return ([Task(Kind.FORWARD, m, 0) for m in range(micro_batches)]
