@@ -159,3 +159,20 @@ def test_a_schedule_that_hands_on_interleaved_1f1b_runs_megatrons_step_when_it_s
     megatron = step_ns("interleaved-1f1b")
     assert step_ns("r10:interleaved_again") == megatron
     assert step_ns("r10:interleaved_blocking") > megatron
+
+
+@pytest.mark.parametrize("key, value, fix", [
+    ("plugins", "[r10]", "plug-ins are the base scenario's: write plugins: [MODULE] there, or pass sweep --plugin "
+                         "MODULE"),
+    ("network", "{bandwidth: [25.0]}", "it is a field of the scenario: set it in the base scenario, or vary it on "
+                                       "an axis (axes: {network.FIELD: [VALUES]})"),
+])
+def test_a_scenario_field_written_in_the_sweep_file_is_told_where_it_belongs(r10, key, value, fix):
+    """docs/sweeps.md: `--plugin MODULE` joins the base scenario's `plugins:`. A researcher
+    who wrote `plugins: [r10]` (or a fixed `network:`) in the sweep file itself was told only
+    the eight keys a sweep has; the line now says where the field goes."""
+    _write(r10, "cube.yaml", _bench("all_reduce", 4096, 8), _net("Cube", 8), "congestion_unaware",
+           _system(all_reduce="rd"), extra="plugins: [r10]\n")
+    (r10 / "sweep.yaml").write_text(f"base: cube.yaml\n{key}: {value}\naxes:\n  backend: [congestion_unaware]\n")
+    line = _one_line(_cli(r10, "sweep", "sweep.yaml", "--list", status=2))
+    assert line == f"error: sweep.yaml: field '{key}' is not a sweep field; {fix}"
