@@ -27,12 +27,14 @@ R10 = HERE / "data" / "round10" / "r10.py"
 
 @pytest.fixture
 def r10(tmp_path: Path, monkeypatch) -> Path:
-    """A folder of the researcher's own holding r10.py, the working directory; the registries
+    """A folder of the researcher's own holding r10.py and the docs' hypercube.py it builds on,
+    the working directory; the registries
     (pipeline schedules too) are left as they were found."""
     from simpy_astra.workloads.schedules import registry
 
     monkeypatch.setattr(registry, "SCHEDULES", dict(registry.SCHEDULES))
-    with researcher_folder(tmp_path, monkeypatch, {"r10": R10.read_text()}) as folder:
+    modules = {"r10": R10.read_text(), "hypercube": (HERE.parent / "examples" / "hypercube.py").read_text()}
+    with researcher_folder(tmp_path, monkeypatch, modules) as folder:
         yield folder
 
 

@@ -1,11 +1,12 @@
 """The researcher's module of round 10, written from docs/collectives.md, collectives/README.md,
 docs/backends.md, simpy_astra/network/README.md, docs/generators.md and docs/megatron.md."""
 
+from hypercube import Hypercube
+
 from simpy_astra import collectives, topologies
 from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
 from simpy_astra.network.backends import BackendSpec
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
-from simpy_astra.topologies import BasicTopology
 from simpy_astra.workloads.schedules import registry
 from simpy_astra.workloads.schedules.task import Kind, Task
 
@@ -36,8 +37,8 @@ def one_shot_traffic(shape):
     return [(p, shape.size_bytes) for p in range(len(shape.members)) if p != shape.index]
 
 
-class Cube(BasicTopology):
-    """A hypercube that refuses a count that is not a power of two."""
+class Cube(Hypercube):
+    """The docs' hypercube (examples/hypercube.py) refusing a count that is not a power of two."""
 
     name = "Cube"
 
@@ -45,20 +46,6 @@ class Cube(BasicTopology):
         if npus_count < 2 or npus_count & (npus_count - 1):
             raise ValueError(f"a cube has a power of two of NPUs (got {npus_count}): write npus_count: [8]")
         super().__init__(npus_count, bandwidth_gbps, latency_ns)
-
-    def hops(self, src, dst):
-        return bin(src ^ dst).count("1")
-
-    def links(self):
-        dims = self.npus_count.bit_length() - 1
-        return [(i, i ^ (1 << k)) for i in range(self.npus_count) for k in range(dims)]
-
-    def route(self, src, dst):
-        path = [src]
-        for k in range(self.npus_count.bit_length() - 1):
-            if (path[-1] ^ dst) >> k & 1:
-                path.append(path[-1] ^ (1 << k))
-        return path
 
 
 class Duplicating(CongestionUnawareNetwork):
