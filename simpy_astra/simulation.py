@@ -25,7 +25,7 @@ from simpy_astra.config.network import with_python_overrides
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
-from simpy_astra.engine.events import fast_collection, process_in_place_or_raise
+from simpy_astra.engine.events import fast_collection, process_in_place_or_raise, stop_at_end_of_instant
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
@@ -40,9 +40,6 @@ from simpy_astra.running.cosim import CoSimulation
 from simpy_astra.running.input_checks import check_et_count, check_paths, checked_path, start_warnings
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
-
-#: rounds of events queued for the last instant that still run after every NPU has finished
-LAST_INSTANT_ROUNDS = 1000
 
 
 class Simulation(CoSimulation):
@@ -187,23 +184,7 @@ class Simulation(CoSimulation):
             return  # an NPU failed: SimPy raises it, and run() reports it
         process_in_place_or_raise(self.finished, self._env.now)
         if self._running:  # stop once what is queued for this instant has run (its errors too)
-            self._stop_at_end_of_instant(LAST_INSTANT_ROUNDS)
-
-    def _stop_at_end_of_instant(self, rounds_left: int) -> None:
-        """Stop ``run()`` behind every event queued for this instant: a user's process resumed
-        there after the last NPU finished may raise, and SimPy raises a failed process's error
-        only where its event is processed. ``Event.succeed`` queues the stop behind them; what
-        they queue for the same instant gets another round, at most ``rounds_left``, so a user
-        loop of ``env.timeout(0)`` cannot hold the end of the run."""
-        def stop(_event: simpy.Event) -> None:
-            if rounds_left > 1 and self._env.peek() == self._env.now:
-                self._stop_at_end_of_instant(rounds_left - 1)
-            else:
-                raise StopSimulation(None)
-
-        end = self._env.event()
-        end.callbacks.append(stop)
-        end.succeed()
+            stop_at_end_of_instant(self._env)
 
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""

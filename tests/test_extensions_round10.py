@@ -84,7 +84,8 @@ def test_a_process_that_loops_within_the_last_instant_does_not_hold_the_run():
     """The run ends behind what is queued for its last instant; a process of one's own that
     keeps yielding `env.timeout(0)` there is left behind after a bounded number of rounds,
     and the reports are the closed form's."""
-    from simpy_astra.simulation import LAST_INSTANT_ROUNDS, Simulation
+    from simpy_astra.engine.events import LAST_INSTANT_ROUNDS
+    from simpy_astra.simulation import Simulation
 
     sim = Simulation.from_scenario(str(HERE.parent / "examples" / "cosim_ring.yaml"))
     turns = []
