@@ -217,3 +217,26 @@ def test_collective_hooks_fire_for_the_collectives_nccls_model_times(r10):
     assert len(seen["collective_start"]) == 27 and len(streamed.items) == 27
     assert sorted(t for _, _, t in seen["collective_end"]) == ends
     assert {(npu, what) for npu, what, _ in seen["collective_end"]} == {(0, "all_reduce")}
+
+
+# -- a workload generator of one's own, in two jobs ---------------------------------------------------
+
+def test_two_jobs_of_a_generator_that_names_its_groups_break_down_by_tp_and_dp(r10):
+    """docs/generators.md: a generator that names its groups' dimensions in every rank's
+    metadata gets `comm.tp` and `comm.dp` in the breakdown. Two jobs of it (docs/jobs.md:
+    4 ranks each, strided on an 8-NPU ring) broke down by `comm.group 1` .. `comm.group 4`,
+    each job's groups apart from its dimension; now by dimension. Job a's ranks are NPUs 0, 2,
+    4, 6: its tp pair (0, 2) is a 2-ring two links apart, its dp pair (0, 4) four: the native
+    ring on 2 members, E + 2 (trunc(h L + S/2) + E) + P(S/2), each (analytical backend)."""
+    size = 4096
+    (r10 / "jobs.yaml").write_text(
+        f"network: {_net('Ring', 8)}\nbackend: congestion_unaware\nsystem: {_system()}\njobs:\n"
+        + "".join(f"  - {{name: {name}, placement: strided, workload: {{generate: 'r10:tp_then_dp', num_npus: 4, "
+                  f"size: {size}}}}}\n" for name in "ab"))
+    done = _cli(r10, "run", "jobs.yaml")
+    rows = {ln.split()[0]: ln.split()[1] for ln in done.stderr.splitlines() if ln.strip().startswith("comm.")}
+
+    def pair(hops: int) -> int:
+        return E + 2 * (int(hops * L + size // 2) + E) + reduce_ns(size // 2)
+
+    assert rows == {"comm.tp": f"{pair(2):,}", "comm.dp": f"{pair(4):,}"}

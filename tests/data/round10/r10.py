@@ -1,12 +1,17 @@
 """The researcher's module of round 10, written from docs/collectives.md, collectives/README.md,
 docs/backends.md, simpy_astra/network/README.md, docs/generators.md and docs/megatron.md."""
 
+import json
+
 from hypercube import Hypercube
 
 from simpy_astra import collectives, topologies
 from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
 from simpy_astra.network.backends import BackendSpec
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import ALL_REDUCE as COLL_ALL_REDUCE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMP_NODE
 from simpy_astra.workloads.schedules import registry
 from simpy_astra.workloads.schedules.task import Kind, Task
 
@@ -63,6 +68,26 @@ class Duplicating(CongestionUnawareNetwork):
 
 DUPLICATING = BackendSpec("duplicating", "x", lambda env, dims, source, config=None: Duplicating(env, dims),
                           folds=None, folded=None)
+
+
+def tp_then_dp(params, prefix):
+    """Each rank computes 10 us, all-reduces `size` bytes in its tensor-parallel pair, then in
+    its data-parallel group; the groups go to prefix.json and their dimensions into every rank's
+    metadata (docs/generators.md), so the breakdown says comm.tp and comm.dp."""
+    n, size, tp = params["num_npus"], params["size"], 2
+    groups = {str(g + 1): [g * tp + r for r in range(tp)] for g in range(n // tp)}
+    groups.update({str(n // tp + r + 1): list(range(r, n, tp)) for r in range(tp)})
+    names = json.dumps([["tp", 1, n // tp], ["dp", n // tp + 1, n // tp + tp]])
+    for rank in range(n):
+        coll = {"is_cpu_op": False, "comm_type": COLL_ALL_REDUCE, "comm_size": size}
+        write_et(f"{prefix}.{rank}.et", [
+            make_node(0, "forward", COMP_NODE, duration_micros=10, attrs={"is_cpu_op": False}),
+            make_node(1, "tp", COMM_COLL_NODE, deps=[0], attrs={**coll, "pg_name": str(rank // tp + 1)}),
+            make_node(2, "dp", COMM_COLL_NODE, deps=[1], attrs={**coll, "pg_name": str(n // tp + rank % tp + 1)}),
+        ], metadata_attrs={"pg_names": names})
+    with open(prefix + ".json", "w") as f:
+        json.dump(groups, f)
+    return prefix + ".json"
 
 
 def interleaved_again(stage, pp, micro_batches, chunks):
