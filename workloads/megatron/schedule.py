@@ -293,10 +293,11 @@ class StageSchedule:
         synchronises the device after each point-to-point exchange, and a task that is
         host bound in itself is so in any order). Each tensor- or context-parallel collective
         is one more kernel the host issues (c10d's NCCL call: its stream and event handling
-        and NCCL's enqueue of the collective's kernel)."""
+        and NCCL's enqueue of the collective's kernel); a step's ``host_s`` (Transformer
+        Engine modules' Python) is added to its launches."""
         compute = [step for step in steps if isinstance(step, Compute)]
         calls = sum(1 for step in steps if isinstance(step, Collective))
-        host = host_seconds(sum(step.kernels for step in compute) + calls)
+        host = host_seconds(sum(step.kernels for step in compute) + calls) + sum(step.host_s for step in compute)
         gpu = sum(step.total_s for step in compute)
         if host > gpu:
             self.compute(f"{prefix}.host", {"host": host - gpu})
@@ -455,7 +456,7 @@ class StageSchedule:
         last_grads = {t.chunk: i for i, t in enumerate(tasks) if t.kind in (Kind.BACKWARD, Kind.BACKWARD_WEIGHT)}
         # overlap_p2p_comm: the gradient send in flight, waited after the next backward
         # (``pp_post_backward`` in Megatron-Core's interleaved schedule) or at the step's end
-        async_grad_sends = job.overlap_p2p_comm and job.schedule_name == "interleaved-1f1b"
+        async_grad_sends = job.async_gradient_sends
         in_flight: list[int] = []
         for index, task in enumerate(tasks):
             kind, mb, chunk = task
