@@ -26,8 +26,7 @@ from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.events import fast_collection, process_in_place_or_raise
-from simpy_astra.engine.npu import Npu
-from simpy_astra.engine.npu_services import NpuServices
+from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.engine.system_layer import SystemLayer

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.engine.collective_plans import CollectivePlanner
-from simpy_astra.engine.npu import Npu
-from simpy_astra.engine.npu_services import NpuServices
+from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network.messages import Handler
