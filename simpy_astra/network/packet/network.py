@@ -13,8 +13,8 @@ import simpy
 from simpy.events import Timeout
 
 from simpy_astra.network.fabric import DeviceId, LinkStats
-from simpy_astra.network.link import Transmission
 from simpy_astra.network.link_level import LinkLevelNetwork
+from simpy_astra.network.link_resource import Transmission
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
 from simpy_astra.network.packet.rates import Solutions, train_rates
