@@ -16,7 +16,8 @@ from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.trains import EMPTY_BYTES
 
 if TYPE_CHECKING:
-    from simpy_astra.network.packet.trains import Train, TrainPath
+    from simpy_astra.network.packet.train_path import TrainPath
+    from simpy_astra.network.packet.trains import Train
 
 
 class PortOwner(Protocol):
