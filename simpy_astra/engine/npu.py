@@ -85,7 +85,7 @@ class NpuServices:
                   env: simpy.Environment) -> Npu:
         """Rank ``rank`` of the run (or of a job) on physical NPU ``device``: its graph checked,
         its clock, its system layer on this run's network, its hardware (its ``npu-groups``
-        entry, if any) and its file communicator groups. The one place an NPU is assembled."""
+        entry, if any). The one place an NPU is assembled."""
         validate_graph(*trace)
         hw = self.config.hardware_of(device)
         clock = NpuClock(env)
@@ -93,7 +93,6 @@ class NpuServices:
         path, nodes = trace
         npu = Npu(rank, nodes, path, self if hw is self.config else self.for_hardware(hw), clock, system)
         npu.device_id = device
-        npu.groups.update(self.planner.file_groups_of(rank))
         return npu
 
 
@@ -143,6 +142,8 @@ class Npu(NpuCommunication, NpuWaiting, NpuFaults, Probed):
             from simpy_astra.engine.memory_tracker import MemoryTracker
 
             self.memory = MemoryTracker(npu_id)
+        #: its own views of communicator groups: those METADATA nodes declare, and the file's it is a
+        #: member of once it asks for them (:meth:`~simpy_astra.engine.collective_plans.CollectivePlanner.group_for`)
         self.groups: dict[int, Any] = {}
         self.slot_in_use: dict[int, int] = {}  # node id -> slot class, for nodes in flight
         self.report = None

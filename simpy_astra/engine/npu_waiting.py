@@ -40,7 +40,7 @@ class NpuWaiting:
         # it was issued, so comm_type and pg_name passed _collective's checks
         kind = COLLECTIVE_NAMES[node.get_int("comm_type")]
         pg = node.get_str("pg_name", "")
-        group = self.groups.get(int(pg)) if pg not in ("", "0") else None
+        group = self.services.planner.group_for(self.npu_id, self.groups, int(pg)) if pg not in ("", "0") else None
         where = f"communicator group {pg} {list(group.members)}" if group else "all NPUs"
         return f"node {node_id} (COMM_COLL '{node.name}', {kind} on {where})"
 
