@@ -25,7 +25,7 @@ from simpy_astra.config.network import with_python_overrides
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
-from simpy_astra.engine.events import fast_collection, process_in_place_or_raise
+from simpy_astra.engine.events import fast_collection, process_in_place_or_raise, stop_at_end_of_instant
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
@@ -183,8 +183,8 @@ class Simulation(CoSimulation):
         if not event.ok:
             return  # an NPU failed: SimPy raises it, and run() reports it
         process_in_place_or_raise(self.finished, self._env.now)
-        if self._running:
-            raise StopSimulation(None)
+        if self._running:  # stop once what is queued for this instant has run (its errors too)
+            stop_at_end_of_instant(self._env)
 
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""

@@ -75,6 +75,18 @@ def test_reference_lines_and_quiet_on_a_real_job(job: Path, capsys) -> None:
     assert lines_only and all(REFERENCE_LINE.match(ln) for ln in lines_only)  # the old --quiet
 
 
+def test_a_real_jobs_answer_comes_before_its_reference_lines_in_a_pipe(job: Path, capsys) -> None:
+    """README: a real job's answer is first on stdout in a file. With --reference-lines it
+    came below 4 x GPUS reference lines (printed as each GPU finished: 6,000 lines down on the
+    SC'21 job); now the answer and its breakdown come first, every GPU's lines after them."""
+    out, _ = _run(capsys, "run", str(job), "--reference-lines")
+    first = next(i for i, ln in enumerate(out) if REFERENCE_LINE.match(ln))
+    assert out[0].startswith("iteration time ") and out[1].startswith("memory per GPU about ")
+    assert out[first - 1].split()[0] == "finish"  # the breakdown's last row, then the lines
+    assert all(REFERENCE_LINE.match(ln) for ln in out[first:])
+    assert sum("finished" in ln for ln in out[first:]) == GPUS
+
+
 def test_astra_sim_inputs_keep_their_lines_and_quiet_is_the_headline(capsys) -> None:
     out, _ = _run(capsys, "run", str(DEFAULT))
     assert out and all(REFERENCE_LINE.match(ln) for ln in out)

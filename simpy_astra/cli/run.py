@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag, plain
 from simpy_astra.cli.output_checks import check_outputs, distinct_outputs, writable_dir
-from simpy_astra.cli.run_reports import Finished, RunPlan, write_reports
+from simpy_astra.cli.run_reports import Finished, RunPlan, on_terminal, write_reports
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
@@ -205,16 +206,20 @@ def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
 
 
-def _reporter(log: LogFolder | None, progress: ProgressLine | None = None, show: bool = True):
-    """What a run does with each NPU's report: print its lines (``show``) and log them, with a
-    log folder; with a progress line, through it (a terminal shows the two on separate lines)."""
-    if show and log is None and progress is None:
+def _reporter(log: LogFolder | None, progress: ProgressLine | None = None, show: bool = True,
+              held: list[str] | None = None):
+    """What a run does with each NPU's report: print its lines (``show``; into ``held`` instead,
+    to print below the answer) and log them, with a log folder; with a progress line, through it
+    (a terminal shows the two on separate lines)."""
+    if show and log is None and progress is None and held is None:
         return _print_report
     if not show and log is None:
         return None
 
     def print_and_log(report: NpuReport) -> None:
-        if show and progress is None:
+        if show and held is not None:
+            held.append("\n".join(report.lines()))
+        elif show and progress is None:
             _print_report(report)
         elif show:
             progress.above("\n".join(report.lines()))
@@ -327,7 +332,9 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     progress = ProgressLine() if progress_wanted() else None
     real_job = inputs.workload.reports_figures  # a cluster: scenario: the answer is its training figures
     show = plan.reference_lines or not (real_job or plan.quiet)
-    sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
+    # a real job's answer comes first in a file or a pipe: its reference lines wait below it
+    held = [] if real_job and plan.reference_lines and not plan.quiet and not on_terminal(sys.stdout) else None
+    sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show, held=held))
     ready()
     if (plan.trace_out and not sized) or plan.csv_out:  # ET files' nodes, a folded run's orbits: known once built
         check_built(sim, plan.trace_npus, bool(plan.trace_out) and not sized, bool(plan.csv_out))
@@ -368,7 +375,7 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
         breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports},
                                     segments=bool(plan.plots) or plan.rich_summary, shares=bool(plan.csv_out))
     return Finished(plan, inputs, sim, reports, record, jobs, link_jobs, wall, busiest_links(sim.network),
-                    network_cost(inputs.network), training, breakdowns)
+                    network_cost(inputs.network), training, breakdowns, held or [])
 
 
 def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.engine.statistics import NpuReport
@@ -65,6 +65,7 @@ class Finished:
     cost: Any
     training: Any  # a generated job's TrainingFigures, or None
     breakdowns: dict | None
+    held_lines: list[str] = field(default_factory=list)  # reference lines to print below the answer
 
 
 def peak_rss_mb() -> float:
@@ -123,6 +124,11 @@ def _answer(done: Finished) -> None:
     from simpy_astra.report.answer import print_answer
 
     print_answer(done.training, done.breakdowns)
+
+
+def _held_lines(done: Finished) -> None:
+    """A real job's reference lines (--reference-lines), held while it ran to follow its answer."""
+    print("\n".join(done.held_lines), flush=False)
 
 
 def _json(done: Finished) -> None:
@@ -249,6 +255,7 @@ WRITERS: tuple[tuple[Callable[[Finished], bool], Callable[[Finished], None]], ..
     (lambda d: d.plan.headline_only, _headline),
     (lambda d: d.plan.quiet and d.training is not None and not d.training.fits, _fit_warning),
     (lambda d: not d.plan.headline_only and d.training is not None and not d.plan.quiet, _answer),
+    (lambda d: bool(d.held_lines), _held_lines),
     (lambda d: bool(d.plan.json_out), _json),
     (lambda d: d.record is not None and bool(d.plan.csv_out), _csv),
     (lambda d: d.record is not None and bool(d.plan.trace_out), _chrome_trace),
@@ -258,10 +265,10 @@ WRITERS: tuple[tuple[Callable[[Finished], bool], Callable[[Finished], None]], ..
 
 
 #: the writers whose output is stdout's answer
-ANSWER_WRITERS = (_job_lines, _headline, _answer)
+ANSWER_WRITERS = (_job_lines, _headline, _answer, _held_lines)
 
 
-def _on_terminal(stream: Any) -> bool:
+def on_terminal(stream: Any) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
@@ -273,7 +280,7 @@ def write_reports(done: Finished) -> None:
     last (below the summary), where the terminal keeps it in view."""
     sys.stdout.flush()
     writers = [write for wanted, write in WRITERS if wanted(done)]
-    if _on_terminal(sys.stderr):
+    if on_terminal(sys.stderr):
         writers.sort(key=lambda write: write in ANSWER_WRITERS)  # stable: each group keeps its order
     for write in writers:
         write(done)

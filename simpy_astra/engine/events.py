@@ -34,7 +34,7 @@ from heapq import heappush
 from typing import Any
 
 import simpy
-from simpy.core import NORMAL, URGENT
+from simpy.core import NORMAL, URGENT, StopSimulation
 from simpy.events import Event, Timeout
 
 Callback = Callable[[Any], None]
@@ -171,6 +171,27 @@ def process_in_place_or_raise(event: Event, value: Any = None) -> None:
         if isinstance(process, simpy.Process) and process.triggered and not process.ok:
             process.defused = True  # raised here, once, as SimPy would raise it from run()
             raise process.value
+
+
+#: rounds of events queued for the last instant that still run after every NPU has finished
+LAST_INSTANT_ROUNDS = 1000
+
+
+def stop_at_end_of_instant(env: simpy.Environment, rounds_left: int = LAST_INSTANT_ROUNDS) -> None:
+    """Stop ``env.run()`` behind every event queued for this instant: a user's process resumed
+    there after the last NPU finished may raise, and SimPy raises a failed process's error only
+    where its event is processed. ``Event.succeed`` (public SimPy) queues the stop behind them;
+    what they queue for the same instant gets another round, at most ``rounds_left``, so a
+    user's loop of ``env.timeout(0)`` cannot hold the end of the run."""
+    def stop(_event: Event) -> None:
+        if rounds_left > 1 and env.peek() == env.now:
+            stop_at_end_of_instant(env, rounds_left - 1)
+        else:
+            raise StopSimulation(None)
+
+    end = env.event()
+    end.callbacks.append(stop)
+    end.succeed()
 
 
 def call_after(env: simpy.Environment, delay_ns: int | float, callback: Callback) -> None:

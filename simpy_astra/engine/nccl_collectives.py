@@ -13,7 +13,9 @@ issued it (:class:`NcclRendezvous`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
@@ -171,12 +173,23 @@ class NcclRendezvous:
             expected = self._expected[group] = sum(1 for m in members if m in self.simulated)
         key = (group, seq)
         arrived = self._pending.setdefault(key, [])
-        arrived.append((npu, node_id))
+        system = npu.system  # watched (sim.on): its collective_start now, its collective_end at the end
+        watched = system.probe_collective_start is not None or system.probe_collective_end is not None
+        arrived.append((npu, node_id, system.announced(kind, size_bytes, partial(npu.complete_soon, node_id))
+                        if watched else None))
         if len(arrived) < expected:
             return
         del self._pending[key]
         now = npu.clock.env.now
         end = max(now, self._busy_until.get(group, 0)) + self.timing.duration_ns(members, size_bytes, kind)
         self._busy_until[group] = end
-        for who, nid in arrived:
-            who.clock.register(end - now, who.complete_soon, nid)
+        for who, nid, announced in arrived:
+            if announced is None:
+                who.clock.register(end - now, who.complete_soon, nid)
+            else:
+                who.clock.register(end - now, _call, announced)
+
+
+def _call(done: Callable[[], None]) -> None:
+    """A watched collective's completion: ``collective_end``, then the NPU's node."""
+    done()

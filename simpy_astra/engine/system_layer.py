@@ -264,7 +264,7 @@ class SystemLayer(Probed):
                             explicit_priority: int, custom: str | None,
                             on_done: Callable[[], None]) -> ChunkCounter:
         if self.probe_collective_start is not None or self.probe_collective_end is not None:
-            on_done = self._announced(kind, size, on_done)
+            on_done = self.announced(kind, size, on_done)
         splits = self.config.preferred_dataset_splits
         if kind == ALL_GATHER and size // splits == 0:  # an all_gather smaller than the split count
             raise InputError(f"comm_size {size} of this {kind} is smaller than {self.config.source}'s "
@@ -295,8 +295,9 @@ class SystemLayer(Probed):
                                       chunks_left))
         return chunks_left
 
-    def _announced(self, kind: str, size: int, on_done: Callable[[], None]) -> Callable[[], None]:
-        """Emit ``collective_start`` now and ``collective_end`` before ``on_done`` runs."""
+    def announced(self, kind: str, size: int, on_done: Callable[[], None]) -> Callable[[], None]:
+        """Emit ``collective_start`` now and ``collective_end`` before ``on_done`` runs (also for
+        a collective NCCL's model times, which never reaches :meth:`generate_collective`)."""
         for fn in self.probe_collective_start or ():
             fn(kind, size)
 

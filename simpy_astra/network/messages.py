@@ -34,7 +34,8 @@ class _Entry:
     it is also a SimPy callback (``entry(event)`` = it arrived), so a backend may hang it on
     the arrival event directly."""
 
-    __slots__ = ("board", "ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
+    # ``due``: set by :meth:`MessageBoard.arrive_after` alone (left unset, not read, on our backends' path)
+    __slots__ = ("board", "ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived", "due")
 
     def __init__(self, board: MessageBoard, ident: tuple, order: int) -> None:
         self.board = board
@@ -168,6 +169,12 @@ class MessageBoard(Probed):
         if type(entry) is not _Entry or entry.board is not self:
             raise _misuse(f"board.arrive_after(delay, {entry!r}): the entry must be what "
                           f"entry = self.board.post_send(src, dst, tag, size, fn, arg) returned")
+        if getattr(entry, "due", None) is not None:
+            tag, src, dst, size = entry.ident
+            raise _misuse(f"board.arrive_after({delay_ns!r}, entry): the message of {size} B from NPU {src} to NPU "
+                          f"{dst} (tag {tag}) was already given its arrival, at {entry.due:,} ns: "
+                          f"call arrive_after once per entry")
+        entry.due = self.env.now + int(delay_ns)
         call_after(self.env, int(delay_ns), entry)
 
     def messages_sent(self) -> int:

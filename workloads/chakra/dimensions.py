@@ -45,4 +45,20 @@ def group_names(inputs: Any) -> tuple[dict[int, str], str]:
     if not names and inputs.jobs is None and inputs.workload_prefix:
         names, recorded = recorded_dimensions(inputs.workload_prefix)
         p2p = recorded or p2p
+    elif not names and inputs.jobs:  # each job numbers its own groups: a name they agree on
+        return _agreed([recorded_dimensions(job.workload_prefix) for job in inputs.jobs], p2p)
     return names, p2p
+
+
+def _agreed(recorded: list[tuple[dict[int, str], str | None]], p2p: str) -> tuple[dict[int, str], str]:
+    """The group names (and what sends are) that every job which records them gives alike: the
+    breakdown names group 1 for all jobs at once, so a group id two jobs name differently stays
+    a number."""
+    names: dict[int, str] = {}
+    clash: set[int] = set()
+    for job_names, _ in recorded:
+        for gid, dim in job_names.items():
+            if names.setdefault(gid, dim) != dim:
+                clash.add(gid)
+    sends = {job_p2p for _, job_p2p in recorded if job_p2p}
+    return {gid: dim for gid, dim in names.items() if gid not in clash}, sends.pop() if len(sends) == 1 else p2p

@@ -10,7 +10,14 @@ from functools import cached_property
 from typing import NamedTuple
 
 from simpy_astra.workloads.schedules.registry import default_schedule, schedule
-from simpy_astra.workloads.schedules.task import PassCosts, Task, V, placement, takes_costs
+from simpy_astra.workloads.schedules.task import (
+    PassCosts,
+    Task,
+    V,
+    overlaps_gradient_sends,
+    placement,
+    takes_costs,
+)
 
 
 class LayerKind(NamedTuple):
@@ -287,6 +294,12 @@ class MegatronJob:
         fn = schedule(self.schedule_name)
         costs = {"costs": PassCosts(*self.pass_costs)} if self.pass_costs and takes_costs(fn) else {}
         return fn(stage, self.pp, self.micro_batches, self.virtual_stages, **costs)
+
+    @cached_property
+    def async_gradient_sends(self) -> bool:
+        """A gradient send is waited only after the stage's next backward: ``overlap_p2p_comm``
+        on and a schedule that overlaps them (interleaved 1F1B, or one that says so)."""
+        return self.overlap_p2p_comm and overlaps_gradient_sends(schedule(self.schedule_name))
 
     @cached_property
     def v_placement(self) -> bool:

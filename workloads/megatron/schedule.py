@@ -455,7 +455,7 @@ class StageSchedule:
         last_grads = {t.chunk: i for i, t in enumerate(tasks) if t.kind in (Kind.BACKWARD, Kind.BACKWARD_WEIGHT)}
         # overlap_p2p_comm: the gradient send in flight, waited after the next backward
         # (``pp_post_backward`` in Megatron-Core's interleaved schedule) or at the step's end
-        async_grad_sends = job.overlap_p2p_comm and job.schedule_name == "interleaved-1f1b"
+        async_grad_sends = job.async_gradient_sends
         in_flight: list[int] = []
         for index, task in enumerate(tasks):
             kind, mb, chunk = task

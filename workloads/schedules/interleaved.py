@@ -27,3 +27,6 @@ def interleaved(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Ta
         order += [task(Kind.FORWARD, warmup + i), task(Kind.BACKWARD, i)]
     order += [task(Kind.BACKWARD, k) for k in range(total - warmup, total)]
     return order
+
+
+interleaved.overlap_p2p_comm = True  # type: ignore[attr-defined]  # Megatron-Core's pp_post_backward

@@ -43,6 +43,9 @@ def register(name: str, schedule: Schedule) -> Schedule:
     if placement(schedule) not in PLACEMENTS:
         raise TypeError(f"pipeline schedule {name!r}: chunk_placement {placement(schedule)!r} is none of "
                         f"{', '.join(map(repr, PLACEMENTS))}")
+    if not isinstance(getattr(schedule, "overlap_p2p_comm", False), bool):
+        raise TypeError(f"pipeline schedule {name!r}: overlap_p2p_comm must be True or False "
+                        f"(got {schedule.overlap_p2p_comm!r})")
     taken = SCHEDULES.get(name)  # the same module:function imported again may register again
     if taken is not None and origin(inspect.unwrap(taken)) != origin(inspect.unwrap(schedule)):
         raise ValueError(f"pipeline schedule {name!r} is already registered (by "

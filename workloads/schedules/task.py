@@ -57,6 +57,13 @@ def takes_costs(schedule: object) -> bool:
         return False
 
 
+def overlaps_gradient_sends(schedule: object) -> bool:
+    """``schedule`` waits for a gradient send only after its stage's next backward when Megatron's
+    ``overlap_p2p_comm`` is on (interleaved 1F1B's ``pp_post_backward``); otherwise each is
+    waited at once. A schedule says so by an attribute: ``fn.overlap_p2p_comm = True``."""
+    return getattr(schedule, "overlap_p2p_comm", False) is True
+
+
 def placement(schedule: object) -> str:
     """The chunk placement ``schedule`` runs on (:data:`LOOP` unless it says :data:`V`)."""
     return getattr(schedule, "chunk_placement", LOOP)
