@@ -75,6 +75,18 @@ GEMM_PIPELINE_K = 96
 #: run faster than the host issues them waits for the host
 HOST_US_PER_KERNEL = 10.0
 
+#: host time a Transformer Engine linear module (``Linear``, ``LayerNormLinear``) spends beyond
+#: its kernels' HOST_US_PER_KERNEL, forward (False) and backward (True), in us: its Python
+#: (quantizer and workspace set-up, argument checks, autograd ``Function`` bookkeeping). TE's
+#: own measurement on GB200 (TransformerEngine PR #3523, BF16, CPU time a call: Linear 51.2 us
+#: forward and 276.5 forward + backward, LayerNormLinear 65.3 and 349.0), scaled to a DGX
+#: H100's Xeon 8480C by the ratio TE issue #2053 measured for ``torch.nn.Linear``'s forward
+#: (13.48 us there, 37.08 on GB200): forward 18.6 and 23.7 us for one and two kernels (6 us
+#: beyond them on average), backward 81.9 and 103.1 us for two and three (67 us beyond). An
+#: isolated backward also pays autograd's per-call start, so the backward figure is an upper
+#: bound; older TE releases paid more (the same PR's "before": 13% to 28% more)
+TE_MODULE_HOST_US = {False: 6.0, True: 67.0}
+
 
 def host_seconds(kernels: int) -> float:
     """Time the host needs to issue ``kernels`` kernels."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from simpy_astra.workloads.megatron import context_parallel
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
+    TE_MODULE_HOST_US,
     Gpu,
     flash_attention_seconds,
     gemm_seconds,
@@ -224,9 +225,17 @@ class ChunkModel:
             return
         b.comm(label, kind, size, overlap=job.tp_comm_overlap)
 
+    def _te_host(self, b: _Builder, backward: bool) -> None:
+        """Transformer Engine's Python around a layer's four linear modules (Megatron-Core's
+        TE spec: ``linear_qkv`` and ``linear_fc1`` are ``TELayerNormColumnParallelLinear``,
+        ``linear_proj`` and ``linear_fc2`` ``TERowParallelLinear``), beyond their launches."""
+        if self.job.transformer_engine:
+            b.host(4 * TE_MODULE_HOST_US[backward] * 1e-6)
+
     def layer_forward(self, b: _Builder, layer: LayerKind) -> None:
         job, h, n, moe = self.job, self.job.hidden, self.norm_tokens, layer.moe
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
+        self._te_host(b, backward=False)
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
         b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
@@ -371,6 +380,7 @@ class ChunkModel:
         h, n, moe = self.job.hidden, self.norm_tokens, layer.moe
         bda = 5 - (not self.job.hidden_dropout)  # no mask read at p = 0
         b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
+        self._te_host(b, backward=True)
         self._tp_in(b, "mlp.bwd.allgather")  # output gradient of the row-parallel GEMM (SP)
         if moe:
             self._moe_backward(b)

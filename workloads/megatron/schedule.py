@@ -293,10 +293,11 @@ class StageSchedule:
         synchronises the device after each point-to-point exchange, and a task that is
         host bound in itself is so in any order). Each tensor- or context-parallel collective
         is one more kernel the host issues (c10d's NCCL call: its stream and event handling
-        and NCCL's enqueue of the collective's kernel)."""
+        and NCCL's enqueue of the collective's kernel); a step's ``host_s`` (Transformer
+        Engine modules' Python) is added to its launches."""
         compute = [step for step in steps if isinstance(step, Compute)]
         calls = sum(1 for step in steps if isinstance(step, Collective))
-        host = host_seconds(sum(step.kernels for step in compute) + calls)
+        host = host_seconds(sum(step.kernels for step in compute) + calls) + sum(step.host_s for step in compute)
         gpu = sum(step.total_s for step in compute)
         if host > gpu:
             self.compute(f"{prefix}.host", {"host": host - gpu})

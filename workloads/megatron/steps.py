@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 @dataclass
 class Compute:
     """The kernels between two collectives: their time by kind (``gemm``, ``attention``,
-    ``elementwise``) and how many the host launches."""
+    ``elementwise``), how many the host launches, and the host's work around them beyond
+    those launches (``host_s``: Transformer Engine modules' Python)."""
 
     label: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
     kernels: int = 0
+    host_s: float = 0.0
 
     @property
     def total_s(self) -> float:
@@ -93,6 +95,10 @@ class StepBuilder:
         self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
         self.current.kernels += kernels
 
+    def host(self, seconds: float) -> None:
+        """Host work beside the kernels it launches (a module's Python), in the current step."""
+        self.current.host_s += seconds
+
     def add_copies(self, one: StepBuilder, times: int) -> None:
         """``times`` copies of the compute ``one`` collected (its weight-gradient work into
         :attr:`weights`): ten thousand experts' identical kernels charged at once, not one by one."""
@@ -104,6 +110,7 @@ class StepBuilder:
             for kind, seconds in source.current.seconds.items():
                 target.add(kind, seconds * times, 0)
             target.current.kernels += source.current.kernels * times
+            target.current.host_s += source.current.host_s * times
 
     def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
         if size_bytes <= 0:

@@ -27,7 +27,7 @@ from simpy_astra.workloads.megatron import command_line
 UNTIMED = frozenset("""
 --no-inference-dynamic-batching-prefix-caching --no-inference-text-gen-server-logging
 --no-inference-wandb-logging --no-inference-use-synchronous-zmq-collectives --no-inference-disable-ep-consensus
---inference-cuda-graph-scope --inference-fuse-tp-communication --inference-disable-triton-nvls-kernels
+--cuda-graph-impl --inference-cuda-graph-scope --inference-fuse-tp-communication --inference-disable-triton-nvls-kernels
 --inference-grouped-gemm-backend --inference-moe-disable-fused-quant-kernels --inference-moe-token-dispatcher-type
 --no-rl-persist-cuda-graphs --no-rl-partial-rollouts --no-rl-inference-logprobs-is-correction
 --no-rl-use-sequence-packing --no-rl-training-cuda-graphs --no-rl-offload-inference-model-weights-when-idle
@@ -122,6 +122,9 @@ SMALL_EFFECT = (*_SMALL_EFFECT_ALIASES,
 )
 
 #: what each family of today's arguments that can change a step does (refused by name)
+#: why CUDA graphs are refused (docs/megatron.md, "The host")
+CUDA_GRAPHS = "CUDA graphs: their memory pools are not priced; the host time they save binds on no public row"
+
 _TIMED = {
     "generalized tensor parallelism (weights sharded further and all-gathered on every pass)":
         "--tensor-parallel-num-weight-shards --expert-tensor-parallel-num-weight-shards --gtp-remat-opt-in-modules",
@@ -169,6 +172,7 @@ _TIMED = {
     "--global-batch-size": "--step-batch-size-schedule",
     "PyTorch's JIT fusions turned off (bias-GeLU, bias-dropout run unfused)": "--disable-jit-fuser",
     "a vocabulary not padded to --make-vocab-size-divisible-by x tp": "--no-pad-vocab-size --disable-pad-vocab-size",
+    CUDA_GRAPHS: "--enable-cuda-graph --external-cuda-graph",
 }
 
 #: today's arguments that can change a step's time and are not modelled -> what they are
@@ -210,6 +214,7 @@ CHOICES: dict[str, tuple[type, tuple]] = {
     "--ckpt-fully-parallel-save-process-group": (str, ("dp", "ep_dp")),
     "--ckpt-fully-parallel-load-process-group": (str, ("dp", "ep_dp")),
     "--inference-cuda-graph-scope": (str, ("none", "layer", "block")),
+    "--cuda-graph-impl": (str, ("none", "local", "transformer_engine", "full_iteration")),
     "--inference-grouped-gemm-backend": (str, ("auto", "torch", "te", "flashinfer", "vllm")),
     "--inference-moe-token-dispatcher-type": (str, ("nccl", "nvls")),
 }
@@ -238,7 +243,8 @@ def number(text: str, flag: str, kind: Callable[[str], int | float], where: str)
 #: a value of an accepted argument that does change a step's time, and what it is: the rest of
 #: the argument's values do not (``--distributed-backend gloo`` ran timed as NCCL's collectives)
 TIMED_VALUES = {("--distributed-backend", "gloo"): "gloo's collectives, staged through the hosts; this simulator "
-                                                    "times NCCL's, the default nccl"}
+                                                    "times NCCL's, the default nccl",
+                **{("--cuda-graph-impl", impl): CUDA_GRAPHS for impl in ("local", "transformer_engine", "full_iteration")}}
 
 
 def check_values(others: dict[str, list[str]], where: str) -> None:
