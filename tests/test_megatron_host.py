@@ -70,7 +70,7 @@ def test_the_smallest_public_h100_row_is_not_host_bound():
     """Megatron-Core's 1.7B row (h 2048, 4,096 tokens, tp 1) has the shortest layer of the
     public H100 tables: its host needs 10 x 10 + 24 = 124 us forward and 18 x 10 + 268 = 448
     us backward, a fifth or less of what its kernels take, so the host adds nothing there;
-    the same layer at tp 8 runs a quarter of its GEMMs and its backward waits for the host."""
+    the same layer at tp 8 runs an eighth of its GEMMs and its backward waits for the host."""
     gpu = _h100()
     row = LAYER.replace("--hidden-size 1024", "--hidden-size 2048").replace("1024 ", "4096 ", 2)
     for tp, bound in ((1, False), (8, True)):
