@@ -61,14 +61,18 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
 def _unused_shares(cluster: Cluster, written: Iterable[str]) -> dict[str, tuple[str, str]]:
     """Each key ``written`` of a fitted NCCL algorithm's term that this cluster never runs ->
     (the algorithm, why): its tree share beside ``nccl_algo: ring``, its NVLS share where the
-    nodes have no NVLS (``nvls: false``, or the preset's), and ``nccl_latency_scale`` fitted on
-    such an algorithm (``nccl_latency_scale_algo``, written or the preset's)."""
+    nodes have no NVLS (``nvls: false``, or the preset's) or one GPU each (NCCL runs NVLS only
+    where a node holds several of a group's GPUs: ``nccl_tuning.available``), and
+    ``nccl_latency_scale`` fitted on such an algorithm (``nccl_latency_scale_algo``, written or
+    the preset's)."""
     forced, keys = cluster.nccl_algo, set(written)
     scaled = cluster.node.get("nccl_latency_scale_algo")
     out = {}
     for algo in ("tree", "nvls"):
         why = (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
-               "nvls is false (no NVLink SHARP)" if algo == "nvls" and not cluster.nvls else None)
+               "nvls is false (no NVLink SHARP)" if algo == "nvls" and not cluster.nvls else
+               "each node holds one GPU (gpus_per_node 1)" if algo == "nvls" and int(cluster.node["gpus"]) == 1
+               else None)
         if why is None:
             continue
         if f"nccl_{algo}_efficiency" in keys:
