@@ -169,6 +169,11 @@ def test_a_schedule_that_hands_on_interleaved_1f1b_runs_megatrons_step_when_it_s
                          "MODULE"),
     ("network", "{bandwidth: [25.0]}", "it is a field of the scenario: set it in the base scenario, or vary it on "
                                        "an axis (axes: {network.FIELD: [VALUES]})"),
+    # a field of one value is an axis itself: 'num_queues_per_dim.FIELD' named no field
+    ("num_queues_per_dim", "2", "it is a field of the scenario: set it in the base scenario, or vary it on an "
+                                "axis (axes: {num_queues_per_dim: [VALUES]})"),
+    ("comm_groups", "groups.json", "it is a field of the scenario: set it in the base scenario, or vary it on an "
+                                   "axis (axes: {comm_groups: [VALUES]})"),
 ])
 def test_a_scenario_field_written_in_the_sweep_file_is_told_where_it_belongs(r10, key, value, fix):
     """docs/sweeps.md: `--plugin MODULE` joins the base scenario's `plugins:`. A researcher

@@ -364,13 +364,14 @@ def point_key(coords: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _scenario_key_home(key: object) -> str | None:
-    """Where a scenario's field written in the sweep file belongs: the base scenario, or an axis."""
+def _scenario_key_home(key: object, value: object) -> str | None:
+    """Where a scenario's field written in the sweep file as ``value`` belongs: the base
+    scenario, or an axis (over one of its fields where ``value`` is a mapping)."""
     if key == "plugins":
         return "plug-ins are the base scenario's: write plugins: [MODULE] there, or pass sweep --plugin MODULE"
     if key not in SCENARIO_KEYS:
         return None
-    part = "" if key in ("backend", "fold_symmetry", "num_passes", "injection_scale") else ".FIELD"
+    part = ".FIELD" if isinstance(value, dict) else ""
     return (f"it is a field of the scenario: set it in the base scenario, or vary it on an axis "
             f"(axes: {{{key}{part}: [VALUES]}})")
 
@@ -391,7 +392,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         if isinstance(key, str) and re.fullmatch(r"max(im[iu]m|imi[sz]e)?", key.lower()) and "minimise" not in doc:
             raise InputError(f"{path}: field '{key}' is not a sweep field; a sweep minimises: to maximise "
                              f"{doc[key]}, write minimise: -({doc[key]})")
-    refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep", _scenario_key_home)
+    refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep", lambda key: _scenario_key_home(key, doc[key]))
     refuse_label_values(path, doc, "sweep")  # a list's text was its name
     warnings: list[str] = []
     if "base" not in doc:
