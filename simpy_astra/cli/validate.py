@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     system = load_system(args.system, network)
     output_dir(args.out, ("validate.png", "validate.csv", "validate.json"))
     fitted = load_fitted_lines(args.holdout, args.in_place) if args.holdout is not None else None  # before the simulations
-    for line in [*changed_logs(logs, fitted), *other_network(network, args.network, fitted)] if fitted else ():
+    for line in [*changed_logs(logs, fitted), *other_network(network, args.network, fitted)] if fitted is not None else ():
         print(f"warning: {line}", file=sys.stderr)
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
                             network_for=load_regimes(args.regimes) if args.regimes is not None else None,
