@@ -1,6 +1,7 @@
 """Which ``cluster:`` keys a run reads: one it never reads is refused rather than run as if set
 (NCCL's fitted terms off the analytical backend or beside a network of the scenario's own, the
-spine beside that network); an algorithm's fitted share beside another algorithm forced is said."""
+spine beside that network); an NCCL algorithm's fitted term where that algorithm never runs
+(another forced, no NVLS, one GPU a node) is said."""
 
 from __future__ import annotations
 
