@@ -69,7 +69,7 @@ def test_a_sweep_over_a_latency_scale_no_run_reads_runs_it_once(tmp_path, capsys
     # before: ran the A100's figures to the nanosecond under the H100's name
     ({"name": "H100-SXM5-80GB"}, "gpu.name: H100-SXM5-80GB is a hopper GPU and every figure is still {preset}'s "
                                  "A100-SXM4-80GB (ampere): only NCCL's constants and the attention kernels would "
-                                 "change; use preset: dgx-h100, or give the GPU's figures beside its name"),
+                                 "change; use preset: dgx-h100, or give all the GPU's figures beside its name"),
 ])
 def test_another_gpu_by_name_alone_is_told_to_take_its_preset(tmp_path, capsys, gpu, said):
     from simpy_astra.config.cluster_presets import PRESET_DIR
@@ -77,6 +77,31 @@ def test_another_gpu_by_name_alone_is_told_to_take_its_preset(tmp_path, capsys, 
     path = megatron_scenario(tmp_path, gpu=gpu)
     preset = f"{PRESET_DIR}/dgx-a100-80gb.yaml"
     assert error_lines(capsys, ["run", path]) == [f"error: {path}: cluster.{said.replace('{preset}', preset)}"]
+
+
+def _preset_gpu(name: str) -> dict:
+    """The ``gpu:`` block of a shipped preset file, as written."""
+    import yaml
+
+    from simpy_astra.config.cluster_presets import PRESET_DIR
+
+    with open(f"{PRESET_DIR}/{name}.yaml") as f:
+        return yaml.safe_load(f)["gpu"]
+
+
+def test_another_gpu_by_name_with_some_figures_is_told_the_ones_left(tmp_path, capsys):
+    # before: {name: H100, hbm_gib: 80} on an A100 preset ran the A100's rates under the H100's name
+    path = megatron_scenario(tmp_path, gpu={"name": "H100-SXM5-80GB", "hbm_gib": 80})
+    lines = error_lines(capsys, ["run", path])
+    assert len(lines) == 1 and "gpu.name: H100-SXM5-80GB is a hopper GPU and " in lines[0], lines
+    # every figure but the one given, by the names the cluster reads (hbm_gbps is hbm_gb_s)
+    assert "and attention_efficiency, fp8_efficiency, fp8_tflops, hbm_gb_s, l2_gb_s, launch_us, " \
+           "memory_efficiency, sms, tensor_efficiency, tensor_tflops are still" in lines[0]
+
+
+def test_another_gpu_by_name_with_all_its_figures_runs(tmp_path):
+    figures = _preset_gpu("dgx-h100")
+    assert main(["run", megatron_scenario(tmp_path, gpu=figures), "--quiet"]) == 0
 
 
 def test_a_gpu_renamed_within_its_generation_still_runs(tmp_path, capsys):

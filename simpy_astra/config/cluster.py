@@ -52,7 +52,7 @@ from simpy_astra.config.cluster_fields import (
 )
 from simpy_astra.config.cluster_presets import check_preset_blocks, preset_path
 from simpy_astra.config.gpu_names import gpu_generation, nvls_of
-from simpy_astra.config.gpu_overrides import check_gpu_overrides
+from simpy_astra.config.gpu_overrides import check_gpu_generation, check_gpu_overrides
 from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
@@ -247,6 +247,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     overrides, override_names = with_units(overrides, f"{where}.gpu")
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         refuse_unknown(given, gpu_fields, source)
+    check_gpu_generation(overrides, preset_gpu, where, path)
     gpu = {**preset_gpu, **overrides}
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:

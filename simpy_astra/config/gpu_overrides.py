@@ -42,11 +42,20 @@ def check_gpu_overrides(overrides: Any, preset_gpu: dict[str, Any], where: str, 
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override, e.g. gpu: "
                          f"{{tensor_tflops: 989}} (got {overrides!r})")
+
+
+def check_gpu_generation(overrides: dict[str, Any], preset_gpu: dict[str, Any], where: str, path: str) -> None:
+    """Refuse a name of another generation over figures left the preset's (both mappings with
+    their units read, so ``hbm_gbps`` given is ``hbm_gb_s`` kept)."""
     name, old = overrides.get("name"), str(preset_gpu.get("name", ""))
-    if not isinstance(name, str) or not name.isprintable() or len(overrides) > 1:
+    if not isinstance(name, str) or not name.isprintable():
         return  # a name not one line of text is refused as such (cluster_fields.check_gpu_name)
-    if gpu_generation(name) and gpu_generation(old) and gpu_generation(name) != gpu_generation(old):
-        raise InputError(f"{where}.gpu.name: {name} is a {gpu_generation(name)} GPU and every figure is still "
+    # a figure left out stays the preset's GPU's: under another generation's name it would
+    # price that GPU with this one's rate, memory or bandwidth, so all of them are asked for
+    kept = sorted(set(preset_gpu) - set(overrides) - {"name"})
+    if kept and gpu_generation(name) and gpu_generation(old) and gpu_generation(name) != gpu_generation(old):
+        what = "every figure is" if len(kept) == len(set(preset_gpu) - {"name"}) else f"{', '.join(kept)} are"
+        raise InputError(f"{where}.gpu.name: {name} is a {gpu_generation(name)} GPU and {what} still "
                          f"{path}'s {old} ({gpu_generation(old)}): only NCCL's constants and the attention "
-                         f"kernels would change; use {_another_gpu(name)}, or give the GPU's figures beside its "
-                         f"name")
+                         f"kernels would change; use {_another_gpu(name)}, or give all the GPU's figures beside "
+                         f"its name")
