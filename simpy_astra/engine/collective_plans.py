@@ -25,11 +25,18 @@ from simpy_astra.errors import InputError
 class CommunicatorGroup:
     """One NPU's view of a communicator group: members and its own stream-id counter."""
 
-    def __init__(self, group_id: int, members: tuple[int, ...]) -> None:
+    def __init__(self, group_id: int, members: tuple[int, ...], positions: dict[int, int] | None = None) -> None:
         self.group_id = group_id
         self.members = members
+        #: member -> its place in ``members``, shared by every view of the group: each member
+        #: asking ``members.index`` scanned an n-member group n times (hours at 262,144 GPUs)
+        self.positions = positions if positions is not None else {m: i for i, m in reversed(list(enumerate(members)))}
         self.streams = StreamCounter(first_stream_id(group_id))
         self.plans: dict[tuple, CollectivePlan] = {}
+
+    def member_view(self) -> CommunicatorGroup:
+        """A member's own view: its stream ids and plans, the members and places shared."""
+        return CommunicatorGroup(self.group_id, self.members, self.positions)
 
 
 class CollectivePlanner:
@@ -61,7 +68,7 @@ class CollectivePlanner:
         """NPU ``npu_id``'s views of the file's groups: its own where it is a member."""
         views = dict(self._file_groups)
         for gid in self._member_of.get(npu_id, ()):
-            views[gid] = self.make_group(gid, self._file_groups[gid].members, npu_id)
+            views[gid] = self._file_groups[gid].member_view()
         return views
 
     def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
@@ -79,8 +86,8 @@ class CollectivePlanner:
                     raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
                                      f"(the network has {self.total_npus} NPUs)")
             shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
-        if npu_id is not None and npu_id in shared.members:
-            return CommunicatorGroup(group_id, shared.members)
+        if npu_id is not None and npu_id in shared.positions:
+            return shared.member_view()
         return shared
 
     def parse_process_groups(self, text: str) -> list[tuple[int, tuple[int, ...]]]:
@@ -125,7 +132,7 @@ class CollectivePlanner:
                    "--comm-group-configuration)")
             raise InputError.in_file(source, f"node {node_id}: communicator group {gid} is not defined; {fix}, or "
                                      f"declare it in a METADATA node")
-        if npu_id not in group.members:
+        if npu_id not in group.positions:
             raise InputError.in_file(source, f"node {node_id}: NPU {npu_id} is not a member of "
                                      f"communicator group {gid} {list(group.members)}")
         key = (kind, custom)
@@ -138,7 +145,7 @@ class CollectivePlanner:
     def _group_plan(self, system: SystemLayer, group: CommunicatorGroup, kind: str,
                     custom: str | None) -> CollectivePlan:
         members = group.members
-        ring = LogicalDim(members, members.index(system.npu_id), local=True)
+        ring = LogicalDim(members, group.positions[system.npu_id], local=True)
         if custom is not None:
             return CollectivePlan([], [ring], [True], group.streams)
         if len(members) == self.total_npus:
