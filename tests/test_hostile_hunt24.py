@@ -4,6 +4,12 @@ that could not finish at a size the cluster accepts, or a wrong success."""
 
 from __future__ import annotations
 
+import signal
+import sys
+import types
+
+import pytest
+
 from simpy_astra.collectives.logical import dimension_ring
 from simpy_astra.engine.collective_plans import CommunicatorGroup
 
@@ -26,3 +32,22 @@ def test_a_group_member_finds_its_place_without_scanning_the_group():
     view = group.member_view()
     assert view.positions is group.positions and view.streams is not group.streams
     assert [group.positions[m] for m in (5, 9, 2)] == [0, 1, 2]  # a repeated member: its first place
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_sweep_runner_is_still_being_imported_stops_the_sweep(monkeypatch, signum):
+    # before: the handler imported Terminated from simpy_astra.sweep.runner; a Ctrl-C in a
+    # sweep's first second, while that module was half imported, ended it with "internal error
+    # ImportError: cannot import name 'Terminated' from partially initialized module"
+    from simpy_astra.cli import sweep as sweep_cli
+    from simpy_astra.infra.stopping import Terminated
+
+    monkeypatch.setitem(sys.modules, "simpy_astra.sweep.runner", types.ModuleType("simpy_astra.sweep.runner"))
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            sweep_cli._stop_once(signum, None)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    assert isinstance(stopped.value, Terminated) == (signum == signal.SIGTERM)
