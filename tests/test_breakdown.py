@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.config.astra_inputs import inputs_from_astra_flags
-from simpy_astra.report.breakdown import COMM, COMPUTE, MEMORY, npu_breakdowns, spread, sweep
+from simpy_astra.report.breakdown import npu_breakdowns, spread, sweep
 from simpy_astra.report.csv_tables import node_rows
+from simpy_astra.report.node_parts import COMM, COMPUTE, MEMORY
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import make_node

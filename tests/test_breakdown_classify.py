@@ -8,7 +8,8 @@ from __future__ import annotations
 import random
 
 from simpy_astra.report import breakdown
-from simpy_astra.report.breakdown import ARRAY_SWEEP_FROM, BUBBLE, COMM, COMPUTE, MEMORY, Classifier, sweep
+from simpy_astra.report.breakdown import ARRAY_SWEEP_FROM, sweep
+from simpy_astra.report.node_parts import BUBBLE, COMM, COMPUTE, MEMORY, Classifier
 from simpy_astra.workloads.chakra.node import EtNode
 from simpy_astra.workloads.chakra.types import (
     COMM_COLL_NODE,

@@ -11,10 +11,12 @@ import yaml
 from simpy_astra.cli.main import main
 from tests.wrapped_lines import unwrapped
 
-# one DGX node, tensor parallel over its 8 GPUs: NCCL's tuned algorithms do not commute with
-# the shifts of the node's dimension, so the run cannot fold
+# one DGX node, experts over its 8 GPUs: their all-to-alls are messages on the node's
+# dimension, whose configured algorithms do not commute with its shifts, so the run cannot fold
+# (tensor parallelism over the 8 GPUs now folds: NCCL times its collectives by their members)
 ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 128 --micro-batch-size 1 "
-        "--global-batch-size 1 --tensor-model-parallel-size 8 --bf16")  # bf16: no attention fallback warning
+        "--global-batch-size 8 --num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2 "
+        "--moe-token-dispatcher-type alltoall --bf16")  # bf16: no attention fallback warning
 WHY = ("note: symmetry folding off: collectives on the network's dimensions use an algorithm that does "
        "not commute with their shifts; simulating 8 of 8 NPUs")
 

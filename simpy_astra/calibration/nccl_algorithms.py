@@ -6,9 +6,9 @@ The machine comes from the network YAML as cluster presets state it: dimension 0
 (its GPUs on NVSwitch, bandwidth = NVLink per GPU), dimension 1, if any, the nodes (bandwidth
 = one GPU's NIC); NVLS where the log's GPUs are NVSwitch-3 ones (H100 and later). For each
 range, the algorithm's bandwidth share and latency scale are fitted on every other size
-(:func:`simpy_astra.engine.nccl_tuning.fit`); then LL and LL128, for each algorithm NCCL's choice
+(:func:`simpy_astra.engine.nccl_fit.fit`); then LL and LL128, for each algorithm NCCL's choice
 runs them with outside the ranges, on every other such size above 4 KiB
-(:func:`simpy_astra.engine.nccl_tuning.fit_protocol`); every size of the range is then predicted by NCCL's
+(:func:`simpy_astra.engine.nccl_fit.fit_protocol`); every size of the range is then predicted by NCCL's
 choice, and the report says, per size, whether it was fitted or held out, the error,
 whether the choice is the algorithm the range names, and the channels and threads NCCL runs
 it on there (:func:`simpy_astra.engine.nccl_tuning.channels`).
@@ -22,18 +22,8 @@ from dataclasses import replace
 from typing import Any
 
 from simpy_astra.config.gpu_names import gpu_generation, has_nvls
-from simpy_astra.engine.nccl_tuning import (
-    ALGORITHMS,
-    Links,
-    Shape,
-    channels,
-    choose,
-    fit,
-    fit_launch,
-    fit_protocol,
-    predict_us,
-    protocol,
-)
+from simpy_astra.engine.nccl_fit import fit, fit_launch, fit_protocol
+from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links, Shape, channels, choose, predict_us, protocol
 from simpy_astra.errors import InputError
 
 GIB_IN_GB = 2**30 / 1e9

@@ -194,12 +194,12 @@ def unknown_flag_problem(given: str, known: list[str], prog: str = "", roles: di
 def is_megatron_flag(flag: str) -> bool:
     """Whether ``flag`` is a pretrain_gpt.py argument: one Megatron-LM has had (every release's
     flags, :mod:`~simpy_astra.workloads.megatron.megatron_flags`) or one the front end reads."""
-    from simpy_astra.workloads.megatron import arguments
+    from simpy_astra.workloads.megatron import flag_kinds
     from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
     if flag in SWITCHES or flag in ONE_VALUE or flag in SEVERAL_VALUES:
         return True
-    return arguments.known(flag)
+    return flag_kinds.known(flag)
 
 
 def megatron_hint(flag: str, prog: str) -> str:

@@ -12,6 +12,8 @@ from simpy_astra.config.file_kinds import refuse_another_kind
 from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
 from simpy_astra.errors import InputError, integer_fix
 
+#: a group id as ASTRA-sim reads one: a decimal integer > 0, no leading zero
+_GROUP_ID = re.compile(r"[1-9][0-9]*")
 #: ASTRA-sim ignores any comm-group path containing this substring (its "no groups" default)
 NO_GROUPS_MARKER = "empty"
 
@@ -66,14 +68,16 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
     """A comm-group JSON's object (from a file, or inline in a scenario); errors name ``src``.
     ``job``: the groups of one of ``jobs:``, which name its ranks (``total_npus`` of them)."""
     j = require_mapping(j, src, "communicator groups", '"1": [0, 1]')
-    groups: dict[int, tuple[int, ...]] = {}
+    if _plain_groups(j, total_npus):
+        return {int(key): tuple(members) for key, members in j.items()}
+    groups: dict[int, tuple[int, ...]] = {}  # a group is wrong: the first one is named, with why
     for key, members in j.items():
         if isinstance(key, int) and not isinstance(key, bool):  # a YAML key written as a number
             key = str(key)
         if not isinstance(key, str):
             raise InputError.at(src, show_value(key), "is not a group id; keys must be decimal integers > 0",
                                 kind="group")
-        if not re.fullmatch(r"[1-9][0-9]*", key) or int(key) > INT32_MAX:
+        if not _GROUP_ID.fullmatch(key) or int(key) > INT32_MAX:
             refuse_another_kind(j, src, "communicator-group JSON")
             raise InputError.at(
                 src,
@@ -103,6 +107,24 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
             seen.add(npu)
         groups[int(key)] = tuple(members)
     return groups
+
+
+def _plain_groups(j: dict, total_npus: int) -> bool:
+    """Every group of ``j`` is valid: a group id as ASTRA-sim reads one (a string of digits, no
+    leading zero, within an int) for a non-empty list of distinct ints 0 .. ``total_npus`` - 1
+    (no bool). What a valid file is, checked over the whole file at once, in C loops: group by
+    group, a file of 300,000 groups took seconds (a Python step per group and per member);
+    any other file is walked group by group for the error."""
+    keys, lists = list(j), list(j.values())
+    if not (all(type(key) is str for key in keys) and all(map(_GROUP_ID.fullmatch, keys))
+            and max(map(len, keys), default=0) <= len(str(INT32_MAX))
+            and all(int(key) <= INT32_MAX for key in keys if len(key) == len(str(INT32_MAX)))):
+        return False
+    if not all(type(members) is list and members for members in lists):
+        return False
+    ids = [npu for members in lists for npu in members]
+    return (all(type(npu) is int for npu in ids) and 0 <= min(ids, default=0) and max(ids, default=0) < total_npus
+            and len(ids) == sum(map(len, map(set, lists))))
 
 
 def _group_id_fix(key: str) -> str:

@@ -25,18 +25,30 @@ from simpy_astra.errors import InputError
 class CommunicatorGroup:
     """One NPU's view of a communicator group: members and its own stream-id counter."""
 
-    def __init__(self, group_id: int, members: tuple[int, ...], positions: dict[int, int] | None = None) -> None:
+    __slots__ = ("group_id", "members", "_places", "streams", "plans")
+
+    def __init__(self, group_id: int, members: tuple[int, ...], places: list | None = None) -> None:
         self.group_id = group_id
         self.members = members
-        #: member -> its place in ``members``, shared by every view of the group: each member
-        #: asking ``members.index`` scanned an n-member group n times (hours at 262,144 GPUs)
-        self.positions = positions if positions is not None else {m: i for i, m in reversed(list(enumerate(members)))}
+        #: [member -> its place in ``members``], made when first asked and shared by every view
+        #: of the group: each member asking ``members.index`` (or ``in members``) scanned an
+        #: n-member group n times, hours at 262,144 GPUs; made lazily, as a file may hold
+        #: 300,000 groups that no NPU asks about
+        self._places = places if places is not None else [None]
         self.streams = StreamCounter(first_stream_id(group_id))
         self.plans: dict[tuple, CollectivePlan] = {}
 
+    @property
+    def positions(self) -> dict[int, int]:
+        """Member -> its (first) place in ``members``."""
+        found = self._places[0]
+        if found is None:
+            found = self._places[0] = {m: i for i, m in reversed(list(enumerate(self.members)))}
+        return found
+
     def member_view(self) -> CommunicatorGroup:
         """A member's own view: its stream ids and plans, the members and places shared."""
-        return CommunicatorGroup(self.group_id, self.members, self.positions)
+        return CommunicatorGroup(self.group_id, self.members, self._places)
 
 
 class CollectivePlanner:
@@ -49,27 +61,47 @@ class CollectivePlanner:
         self.customs = CustomCollectives(config)
         self._pg_texts: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
         self._group_views: dict[tuple[int, tuple[int, ...]], CommunicatorGroup] = {}
-        #: the comm-group file's groups (shared views) and, per NPU, the ids it is a member of
+        #: the comm-group file's groups, as the views every non-member shares
         self._file_groups: dict[int, CommunicatorGroup] = {}
-        self._member_of: dict[int, list[int]] = {}
 
     def add_file_groups(self, comm_groups: dict[int, tuple[int, ...]]) -> None:
-        """The groups of the comm-group file (checked against the NPU count)."""
+        """The groups of the comm-group file (checked against the NPU count: all at once, as a
+        file may hold 300,000 groups; group by group, in :meth:`make_group`, where one is wrong
+        or its ids are not ints, to name it or take them as ints)."""
+        ids = [m for members in comm_groups.values() for m in members]
+        plain = (all(type(m) is int for m in ids) and 0 <= min(ids, default=0)
+                 and max(ids, default=0) < self.total_npus)
+        views = self._group_views
         for gid, members in comm_groups.items():
-            group = self._file_groups[gid] = self.make_group(gid, members)
-            for m in dict.fromkeys(group.members):
-                self._member_of.setdefault(m, []).append(gid)
+            if plain:  # make_group's view, without its check of each member
+                key = (gid, tuple(members))
+                group = views.get(key)
+                if group is None:
+                    group = views[key] = CommunicatorGroup(gid, key[1])
+            else:
+                group = self.make_group(gid, members)
+            self._file_groups[gid] = group
 
     def file_group_members(self) -> dict[int, tuple[int, ...]]:
         """Group id -> members, for every group of the comm-group file."""
         return {gid: g.members for gid, g in self._file_groups.items()}
 
-    def file_groups_of(self, npu_id: int) -> dict[int, CommunicatorGroup]:
-        """NPU ``npu_id``'s views of the file's groups: its own where it is a member."""
-        views = dict(self._file_groups)
-        for gid in self._member_of.get(npu_id, ()):
-            views[gid] = self._file_groups[gid].member_view()
-        return views
+    def group_for(self, npu_id: int, groups: dict[int, CommunicatorGroup],
+                  group_id: int) -> CommunicatorGroup | None:
+        """Communicator group ``group_id`` as NPU ``npu_id``, whose own views are ``groups``,
+        sees it: its own view (one a METADATA node declared, or of a file group it is a member
+        of, made the first time it is asked for and kept in ``groups``), else the view of the
+        file's group every non-member shares, else None. Made when first asked, not for every
+        group of the file when the NPU is built: 64 NPUs and a file of 300,000 groups were 19
+        million entries copied and a million views made, the few a run uses among them."""
+        group = groups.get(group_id)
+        if group is not None:
+            return group
+        shared = self._file_groups.get(group_id)
+        if shared is not None and npu_id in shared.positions:  # a member: its own streams and plans
+            group = groups[group_id] = shared.member_view()
+            return group
+        return shared
 
     def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
         """NPU ``npu_id``'s view of a communicator group.
@@ -123,7 +155,7 @@ class CollectivePlanner:
             gid = int(pg_name)
         except ValueError:
             raise InputError.in_file(source, f"node {node_id}: pg_name '{pg_name}' is not a group id") from None
-        group = groups.get(gid)
+        group = self.group_for(npu_id, groups, gid)
         if group is None:
             given = sorted(self._file_groups)  # a scenario's user never gave the flag the fix named
             fix = (f"the communicator groups given define {', '.join(map(str, given[:8]))}"

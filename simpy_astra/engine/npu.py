@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.engine.events import NpuClock
+from simpy_astra.engine.npu_communication import NpuCommunication
 from simpy_astra.engine.npu_faults import NpuFaults
+from simpy_astra.engine.npu_waiting import NpuWaiting
 from simpy_astra.engine.probes import Probed
 from simpy_astra.engine.statistics import (
     COMM,
@@ -29,17 +31,11 @@ from simpy_astra.engine.statistics import (
     RooflineOp,
     build_report,
 )
-from simpy_astra.engine.system_layer import SystemLayer, dimension_active
-from simpy_astra.engine.tags import native_tag
+from simpy_astra.engine.system_layer import SystemLayer
 from simpy_astra.errors import InputError
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
 from simpy_astra.workloads.chakra import validate_graph
 from simpy_astra.workloads.chakra.types import (
-    ALL_GATHER,
-    ALL_REDUCE,
-    ALL_TO_ALL,
-    BROADCAST,
-    COLLECTIVE_NAMES,
     COMM_COLL_NODE,
     COMM_RECV_NODE,
     COMM_SEND_NODE,
@@ -48,7 +44,6 @@ from simpy_astra.workloads.chakra.types import (
     MEM_LOAD_NODE,
     MEM_STORE_NODE,
     METADATA_NODE,
-    REDUCE_SCATTER,
 )
 
 if TYPE_CHECKING:
@@ -59,10 +54,6 @@ if TYPE_CHECKING:
 
 # hardware slot classes
 SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE = 0, 1, 2, 3
-
-#: Chakra collective types the system layer runs, by its names for them
-COLLECTIVE_KINDS = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", ALL_TO_ALL: "all_to_all",
-                    REDUCE_SCATTER: "reduce_scatter"}
 
 
 @dataclass
@@ -94,7 +85,7 @@ class NpuServices:
                   env: simpy.Environment) -> Npu:
         """Rank ``rank`` of the run (or of a job) on physical NPU ``device``: its graph checked,
         its clock, its system layer on this run's network, its hardware (its ``npu-groups``
-        entry, if any) and its file communicator groups. The one place an NPU is assembled."""
+        entry, if any). The one place an NPU is assembled."""
         validate_graph(*trace)
         hw = self.config.hardware_of(device)
         clock = NpuClock(env)
@@ -102,12 +93,13 @@ class NpuServices:
         path, nodes = trace
         npu = Npu(rank, nodes, path, self if hw is self.config else self.for_hardware(hw), clock, system)
         npu.device_id = device
-        npu.groups.update(self.planner.file_groups_of(rank))
         return npu
 
 
-class Npu(NpuFaults, Probed):
+class Npu(NpuCommunication, NpuWaiting, NpuFaults, Probed):
     """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``); its
+    communication nodes are issued by :class:`~simpy_astra.engine.npu_communication.NpuCommunication`,
+    what it waits on told by :class:`~simpy_astra.engine.npu_waiting.NpuWaiting`, its
     stragglers and failures are :class:`~simpy_astra.engine.npu_faults.NpuFaults`. Probe points
     (:mod:`simpy_astra.engine.probes`): ``node_start``, ``node_end``."""
 
@@ -150,6 +142,8 @@ class Npu(NpuFaults, Probed):
             from simpy_astra.engine.memory_tracker import MemoryTracker
 
             self.memory = MemoryTracker(npu_id)
+        #: its own views of communicator groups: those METADATA nodes declare, and the file's it is a
+        #: member of once it asks for them (:meth:`~simpy_astra.engine.collective_plans.CollectivePlanner.group_for`)
         self.groups: dict[int, Any] = {}
         self.slot_in_use: dict[int, int] = {}  # node id -> slot class, for nodes in flight
         self.report = None
@@ -355,112 +349,6 @@ class Npu(NpuFaults, Probed):
         )
         self.clock.register(delay, self.complete_soon, node.id)
 
-    def _collective(self, node) -> None:
-        comm_type = node.get_int("comm_type")
-        size = node.get_int("comm_size")
-        if comm_type == BROADCAST:
-            self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
-            return
-        kind = COLLECTIVE_KINDS.get(comm_type)
-        if kind is None:
-            name = COLLECTIVE_NAMES.get(comm_type, str(comm_type))
-            raise InputError.in_file(self.source, f"node {node.id}: collective type {name} is not supported "
-                                     f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
-        priority = node.get_int("comm_priority", 0)
-        pg = node.get_str("pg_name", "")
-        plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
-                                                                   node.id)
-        involved = self._involved(node, kind, plan, custom)
-        node_id = node.id
-        nccl = self.services.nccl
-        if nccl is not None and kind in nccl.TIMED and custom is None:
-            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
-            return
-        if custom is None:
-            self._refuse_lone(node, kind, pg, plan, involved)
-        if self.collective_log is not None and custom is None:
-            self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
-                                        self.clock.env.now))
-        try:
-            self.system.generate_collective(kind, size, involved, plan, priority, custom,
-                                            lambda: self.complete_soon(node_id))
-        except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
-            raise InputError.in_file(self.source, f"node {node_id}: {exc}") from None
-
-    def _involved(self, node, kind: str, plan, custom) -> list[bool]:
-        """The dimensions a default-group collective runs over: its ``involved_dim``, by default
-        all (ASTRA-sim's four, and past four every one, where ASTRA-sim reads past its default's
-        end). A list shorter than the collective's dimensions is refused: ASTRA-sim reads past its
-        end too, and here the dimensions it leaves out ran without a word."""
-        if not node.has_attr("involved_dim"):
-            return [True] * max(4, len(plan.dims))
-        involved = list(node.get_bool_list("involved_dim"))
-        if plan.involved is None and custom is None and len(involved) < len(plan.dims):
-            key = kind.replace("_", "-") + "-implementation"
-            raise InputError.in_file(self.source, f"node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
-                                     f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
-                                     f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
-        return involved
-
-    def _refuse_lone(self, node, kind: str, pg: str, plan, involved: list[bool]) -> None:
-        """Refuse a collective with no other NPU to run with (the reference never finishes
-        it), naming the node's field that leads there: its pg_name (a group of one NPU) or
-        its involved_dim (no dimension marked)."""
-        inv = plan.involved if plan.involved is not None else involved
-        if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
-            return
-        what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
-        if plan.involved is not None:  # a communicator group's plan
-            members = [m for dim in plan.dims for m in dim.members]
-            raise InputError.in_file(self.source, f"node {node.id}: pg_name '{pg}' is communicator group {pg} "
-                                     f"{members}, of one NPU, so {what} has no other NPU to run with (the "
-                                     f"reference never finishes it); give group {pg} two or more NPUs, or "
-                                     f"leave out the node's pg_name")
-        shown = "[" + ", ".join("true" if b else "false" for b in involved) + "]"
-        raise InputError.in_file(self.source, f"node {node.id}: involved_dim {shown} marks none of the "
-                                 f"{len(plan.dims)} dimension(s) {what} runs over, so it has no other NPU to run "
-                                 f"with (the reference never finishes it); mark one true, or leave out "
-                                 f"involved_dim (all dimensions)")
-
-    def _send(self, node) -> None:
-        src = node.get_int("comm_src", self.npu_id)
-        if src != self.npu_id:
-            raise InputError.in_file(self.source, f"node {node.id}: COMM_SEND has comm_src {src}, "
-                                     f"but it runs on NPU {self.npu_id}")
-        dst = node.get_int("comm_dst")
-        self._check_peer(node, dst, "comm_dst")
-        size = node.get_int("comm_size")
-        tag = native_tag(node.get_int("comm_tag"))
-        self.services.network.send(self.npu_id, dst, tag, size, self.complete_soon, node.id)
-
-    def _recv(self, node) -> None:
-        src = node.get_int("comm_src")
-        self._check_peer(node, src, "comm_src")
-        dst = node.get_int("comm_dst", self.npu_id)
-        if dst != self.npu_id:
-            raise InputError.in_file(self.source, f"node {node.id}: COMM_RECV has comm_dst {dst}, "
-                                     f"but it runs on NPU {self.npu_id}")
-        size = node.get_int("comm_size")
-        tag = native_tag(node.get_int("comm_tag"))
-        self.services.network.recv(self.npu_id, src, tag, size, self.complete_soon, node.id)
-
-    def _check_peer(self, node, peer: int, field: str) -> None:
-        if not 0 <= peer < self.services.total_npus or peer == self.npu_id:
-            raise InputError.in_file(self.source, f"node {node.id}: {field} {peer} must be another NPU "
-                                     f"id in 0..{self.services.total_npus - 1}")
-
-    def _metadata(self, node) -> None:
-        """Communicator groups declared by a METADATA node's ``inputs.values``."""
-        text = node.inputs_values
-        if not text:
-            return
-        try:
-            for pg, ranks in self.services.planner.parse_process_groups(text):
-                self.groups[pg] = self.services.planner.make_group(pg + 1, ranks, self.npu_id)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InputError.in_file(self.source, f"node {node.id}: METADATA inputs.values is not a "
-                                     f"process-group list ({exc})") from None
-
     def on_cpu(self, node_id: int) -> bool:
         return self.slot_in_use.get(node_id) == SLOT_CPU
 
@@ -521,45 +409,3 @@ class Npu(NpuFaults, Probed):
         self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak,
                                    breakdown)
         self.services.finished(self)
-
-    def waiting_on(self, limit: int = 4) -> str:
-        """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""
-        if self.failed_ns is not None:
-            return f"failed at {self.failed_ns} ns ({self.completed} node(s) completed before)"
-        pending = sum(1 for left in self.parents_left.values() if left > 0)
-        ready = sorted(nid for heap in self.ready for nid in heap)
-        in_flight = sorted(self.stats.starts)
-        parts = []
-        if in_flight:
-            shown = ", ".join(self._describe_waiting(n) for n in in_flight[:limit])
-            more = f" and {len(in_flight) - limit} more" if len(in_flight) > limit else ""
-            parts.append(f"waits on {shown}{more}")
-        if ready:
-            parts.append(f"{len(ready)} node(s) ready but not issued (first: {self.describe(ready[0])})")
-        if pending:
-            parts.append(f"{pending} node(s) wait for their dependencies")
-        return ", ".join(parts) or "has no node in flight"
-
-    def describe(self, node_id: int) -> str:
-        """``node 3 (COMM_SEND 'name')``."""
-        node = self.nodes[node_id]
-        return f"node {node_id} ({node.type_label} '{node.name}')"
-
-    def _describe_waiting(self, node_id: int) -> str:
-        """:meth:`describe`, plus the collective and its group for a COMM_COLL node."""
-        node = self.nodes[node_id]
-        if node.type != COMM_COLL_NODE:
-            return self.describe(node_id)
-        # it was issued, so comm_type and pg_name passed _collective's checks
-        kind = COLLECTIVE_NAMES[node.get_int("comm_type")]
-        pg = node.get_str("pg_name", "")
-        group = self.groups.get(int(pg)) if pg not in ("", "0") else None
-        where = f"communicator group {pg} {list(group.members)}" if group else "all NPUs"
-        return f"node {node_id} (COMM_COLL '{node.name}', {kind} on {where})"
-
-    def waiting_collectives(self) -> list[tuple[str, str, int]]:
-        """(collective, pg_name, comm_size in bytes) of each COMM_COLL node in flight: stall
-        reports compare them across NPUs (members that disagree on a size never match)."""
-        nodes = [self.nodes[n] for n in sorted(self.stats.starts)]
-        return [(COLLECTIVE_NAMES[n.get_int("comm_type")], n.get_str("pg_name", ""), n.get_int("comm_size"))
-                for n in nodes if n.type == COMM_COLL_NODE]

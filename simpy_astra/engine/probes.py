@@ -22,7 +22,7 @@ What each point passes, by element:
   size_bytes)``, ``phase_started(stream, now_ns)``, ``stream_moved(stream, now_ns)``;
 * ``MessageBoard``: ``message_sent(src, dst, tag, size_bytes)``,
   ``message_delivered(src, dst, tag, size_bytes)``;
-* a link or port (:class:`~simpy_astra.network.link.LinkResource`): ``link_start(link,
+* a link or port (:class:`~simpy_astra.network.link_resource.LinkResource`): ``link_start(link,
   key, size_bytes)`` when a network message's bytes start on it, ``link_end(link, key,
   size_bytes)`` when they leave it (``key``: the message board's entry, whose
   ``ident`` is (tag, src, dst, bytes); None for background traffic). A user's own

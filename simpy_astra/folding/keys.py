@@ -208,10 +208,14 @@ def summary_key(rank: int, cls: int, kinds: str, slots: list[int], frame: Frame,
             members = known.get(value)
             if members is None:
                 return None
-            gkey = (group_keys.set_key if sets and kind == "G" else group_keys.key)(value, members, rank)
+            timed = sets and kind == "G"
+            gkey = (group_keys.set_key if timed else group_keys.key)(value, members, rank)
             if gkey is None:
                 return None
-            uses_dims = uses_dims or gkey == ("all",)
+            # a group of every NPU runs on the network's dimensions, with their algorithms,
+            # unless NCCL times its collectives: then by its members alone, every NPU, which
+            # any translation maps onto itself
+            uses_dims = uses_dims or (gkey == ("all",) and not timed)
             gids.append(value)
             out.append(gkey)
         else:

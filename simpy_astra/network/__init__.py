@@ -13,7 +13,7 @@ import simpy
 
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, BackendSpec
 from simpy_astra.network.fabric import DeviceId, LinkStats
-from simpy_astra.network.link import LinkResource
+from simpy_astra.network.link_resource import LinkResource
 from simpy_astra.network.messages import Handler, MessageBoard
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.network.fabric import DeviceId, Fabric, LinkStats
-from simpy_astra.network.link import LinkResource
+from simpy_astra.network.link_resource import LinkResource
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.topologies.base import BasicTopology
@@ -120,7 +120,7 @@ class LinkLevelNetwork(RegisteredName):
 
     def fail_device(self, device: Any) -> None:
         """Fail switch (or NPU) ``device`` for good, now: every link into or out of it goes
-        down and stays down (:meth:`~simpy_astra.network.link.LinkResource.fail`), so what
+        down and stays down (:meth:`~simpy_astra.network.link_resource.LinkResource.fail`), so what
         crosses it is never delivered; a switch process is marked ``failed`` too."""
         touched = [link for link in self._links.values() if device in (link.src, link.dst)]
         if not touched:  # by label, as link() takes it (a Graph switch's name, e.g. "sw")

@@ -108,7 +108,7 @@ def npu_rows(record: RunRecord, breakdowns: dict | None = None) -> Iterator[tupl
 
 def _own_rows(rec, nodes, shares: dict) -> list[tuple]:  # noqa: ANN001 - a recorder, a graph's nodes
     """One NPU's ``nodes.csv`` rows, its id left out."""
-    from simpy_astra.report.breakdown import BUBBLE, node_part
+    from simpy_astra.report.node_parts import BUBBLE, node_part
 
     intervals = rec.intervals
     compute = Cover(merged([(s, e) for nid, s, e in intervals if nodes[nid].type == COMP_NODE]))

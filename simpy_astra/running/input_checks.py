@@ -197,7 +197,7 @@ def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -
         return []
     # deferred: the engine's tables and the registry are needed only past the checks above
     from simpy_astra.collectives import resolve
-    from simpy_astra.engine.npu import COLLECTIVE_KINDS
+    from simpy_astra.engine.npu_communication import COLLECTIVE_KINDS
 
     out, seen = [], set()
     for node in npus[0].nodes.values():

@@ -276,7 +276,7 @@ def _unread_names(unknown: list[str]) -> str:
     (``gpus``), or a Megatron-LM flag that cannot change a step's time (``lr``); it was told
     only a list of every known name."""
     from simpy_astra.config.cluster_fields import CLUSTER_KEYS  # deferred: only an unknown name needs them
-    from simpy_astra.workloads.megatron.arguments import cannot_change_time
+    from simpy_astra.workloads.megatron.flag_kinds import cannot_change_time
 
     said = []
     for name in unknown:

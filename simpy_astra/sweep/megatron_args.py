@@ -21,16 +21,10 @@ from simpy_astra.errors import InputError
 from simpy_astra.sweep.integer_ranges import refuse_a_range_in_floats
 from simpy_astra.workloads.megatron import command_line
 from simpy_astra.workloads.megatron.argparser import int_flag_fix
-from simpy_astra.workloads.megatron.arguments import (
-    NOT_MODELLED,
-    accepted,
-    cannot_change_time,
-    modelled_actions,
-    parser,
-    value_problem,
-)
 from simpy_astra.workloads.megatron.command_line import SHORT_NAMES
+from simpy_astra.workloads.megatron.flag_kinds import NOT_MODELLED, accepted, cannot_change_time
 from simpy_astra.workloads.megatron.megatron_flags import SEVERAL_VALUES, SWITCHES
+from simpy_astra.workloads.megatron.modelled_arguments import modelled_actions, parser, value_problem
 
 PREFIX = "workload.args."
 

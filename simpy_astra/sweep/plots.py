@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 
-from simpy_astra.report.breakdown import SWEEP_COLUMNS
+from simpy_astra.report.breakdown_columns import SWEEP_COLUMNS
 from simpy_astra.report.plots import COLOURS
 from simpy_astra.sweep.axes import shown
 from simpy_astra.sweep.best import Outcome

@@ -22,7 +22,8 @@ from simpy_astra.infra.units import bytes_to_gib
 from simpy_astra.network.cost_model import network_cost
 from simpy_astra.plugins import users_failure
 from simpy_astra.report.answer import FOLD_UNDONE
-from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
+from simpy_astra.report.breakdown import critical, npu_breakdowns
+from simpy_astra.report.breakdown_columns import sweep_figures
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
 from simpy_astra.sweep.point_inputs import load_point, relabel

@@ -5,7 +5,7 @@ by them, and the store, which writes them)."""
 from __future__ import annotations
 
 from simpy_astra.engine.memory_tracker import CATEGORIES
-from simpy_astra.report.breakdown import SWEEP_COLUMNS
+from simpy_astra.report.breakdown_columns import SWEEP_COLUMNS
 
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)

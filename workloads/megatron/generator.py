@@ -30,15 +30,16 @@ from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.megatron import attention_backend
-from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, parse
-from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
+from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.layers import ChunkModel
+from simpy_astra.workloads.megatron.modelled_arguments import parser as megatron_parser
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.megatron.steps import Compute
+from simpy_astra.workloads.megatron.unmodelled_flags import SMALL_EFFECT
 from simpy_astra.workloads.schedules import registry as schedules
 from simpy_astra.workloads.schedules.deadlock import stall
 from simpy_astra.workloads.schedules.task import takes_costs

@@ -13,7 +13,7 @@ store-and-forward):
   alone over ``h`` hops takes ``h*latency + S/B + (h-1)*P/B`` (``P = min(packet-size, S)``;
   with unequal links ``sum(latency_i + P/B_i) + (S-P)/min(B_i)``);
 * every directed link is a :class:`Port`, a SimPy resource
-  (:class:`~simpy_astra.network.link.LinkResource`, shared with the congestion-aware
+  (:class:`~simpy_astra.network.link_resource.LinkResource`, shared with the congestion-aware
   backend's links): a train joining the link is a request (:meth:`Port.request`), leaving it
   a release (:meth:`Port.release`); ``yield port.put(n)`` is background traffic on it. Each
   port is a SimPy process too (``port.process``): it takes the ``put()`` requests queued on

@@ -13,13 +13,14 @@ import simpy
 from simpy.events import Timeout
 
 from simpy_astra.network.fabric import DeviceId, LinkStats
-from simpy_astra.network.link import Transmission
 from simpy_astra.network.link_level import LinkLevelNetwork
+from simpy_astra.network.link_resource import Transmission
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
 from simpy_astra.network.packet.rates import Solutions, train_rates
 from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.switch import SwitchProcess
+from simpy_astra.network.packet.train_path import TrainPath, alone_share
 from simpy_astra.network.packet.trains import (
     DEFAULT_PACKET_SIZE_BYTES,
     DEFAULT_SWITCH_BUFFER_BYTES,
@@ -27,9 +28,7 @@ from simpy_astra.network.packet.trains import (
     MAX_ROUNDS,
     PacketMessage,
     Train,
-    TrainPath,
     UsersPut,
-    alone_share,
     instant_after,
 )
 from simpy_astra.topologies.base import BasicTopology

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import simpy
 from simpy.events import Timeout
 
-from simpy_astra.network.link import LinkResource, Transmission
+from simpy_astra.network.link_resource import LinkResource, Transmission
 from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.trains import EMPTY_BYTES
 
 if TYPE_CHECKING:
-    from simpy_astra.network.packet.trains import Train, TrainPath
+    from simpy_astra.network.packet.train_path import TrainPath
+    from simpy_astra.network.packet.trains import Train
 
 
 class PortOwner(Protocol):

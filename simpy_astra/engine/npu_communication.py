@@ -1,0 +1,136 @@
+"""How an NPU issues its communication nodes: a collective to its system layer (or, on a
+cluster preset, to NCCL's timing), a send or a receive to the network, a METADATA node's
+communicator groups; each node's fields checked as it is issued, an error naming the node.
+
+:class:`NpuCommunication` is the part of :class:`~simpy_astra.engine.npu.Npu` that
+:meth:`~simpy_astra.engine.npu.Npu._issue` hands these nodes to.
+"""
+
+from __future__ import annotations
+
+from simpy_astra.engine.system_layer import dimension_active
+from simpy_astra.engine.tags import native_tag
+from simpy_astra.errors import InputError
+from simpy_astra.infra.units import replay_duration_ns
+from simpy_astra.workloads.chakra.types import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    BROADCAST,
+    COLLECTIVE_NAMES,
+    REDUCE_SCATTER,
+)
+
+#: Chakra collective types the system layer runs, by its names for them
+COLLECTIVE_KINDS = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", ALL_TO_ALL: "all_to_all",
+                    REDUCE_SCATTER: "reduce_scatter"}
+
+
+class NpuCommunication:
+    """Communication nodes issued (mixed into :class:`~simpy_astra.engine.npu.Npu`)."""
+
+    def _collective(self, node) -> None:
+        comm_type = node.get_int("comm_type")
+        size = node.get_int("comm_size")
+        if comm_type == BROADCAST:
+            self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
+            return
+        kind = COLLECTIVE_KINDS.get(comm_type)
+        if kind is None:
+            name = COLLECTIVE_NAMES.get(comm_type, str(comm_type))
+            raise InputError.in_file(self.source, f"node {node.id}: collective type {name} is not supported "
+                                     f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
+        priority = node.get_int("comm_priority", 0)
+        pg = node.get_str("pg_name", "")
+        plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
+                                                                   node.id)
+        involved = self._involved(node, kind, plan, custom)
+        node_id = node.id
+        nccl = self.services.nccl
+        if nccl is not None and kind in nccl.TIMED and custom is None:
+            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
+            return
+        if custom is None:
+            self._refuse_lone(node, kind, pg, plan, involved)
+        if self.collective_log is not None and custom is None:
+            self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
+                                        self.clock.env.now))
+        try:
+            self.system.generate_collective(kind, size, involved, plan, priority, custom,
+                                            lambda: self.complete_soon(node_id))
+        except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
+            raise InputError.in_file(self.source, f"node {node_id}: {exc}") from None
+
+    def _involved(self, node, kind: str, plan, custom) -> list[bool]:
+        """The dimensions a default-group collective runs over: its ``involved_dim``, by default
+        all (ASTRA-sim's four, and past four every one, where ASTRA-sim reads past its default's
+        end). A list shorter than the collective's dimensions is refused: ASTRA-sim reads past its
+        end too, and here the dimensions it leaves out ran without a word."""
+        if not node.has_attr("involved_dim"):
+            return [True] * max(4, len(plan.dims))
+        involved = list(node.get_bool_list("involved_dim"))
+        if plan.involved is None and custom is None and len(involved) < len(plan.dims):
+            key = kind.replace("_", "-") + "-implementation"
+            raise InputError.in_file(self.source, f"node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
+                                     f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
+                                     f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
+        return involved
+
+    def _refuse_lone(self, node, kind: str, pg: str, plan, involved: list[bool]) -> None:
+        """Refuse a collective with no other NPU to run with (the reference never finishes
+        it), naming the node's field that leads there: its pg_name (a group of one NPU) or
+        its involved_dim (no dimension marked)."""
+        inv = plan.involved if plan.involved is not None else involved
+        if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
+            return
+        what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        if plan.involved is not None:  # a communicator group's plan
+            members = [m for dim in plan.dims for m in dim.members]
+            raise InputError.in_file(self.source, f"node {node.id}: pg_name '{pg}' is communicator group {pg} "
+                                     f"{members}, of one NPU, so {what} has no other NPU to run with (the "
+                                     f"reference never finishes it); give group {pg} two or more NPUs, or "
+                                     f"leave out the node's pg_name")
+        shown = "[" + ", ".join("true" if b else "false" for b in involved) + "]"
+        raise InputError.in_file(self.source, f"node {node.id}: involved_dim {shown} marks none of the "
+                                 f"{len(plan.dims)} dimension(s) {what} runs over, so it has no other NPU to run "
+                                 f"with (the reference never finishes it); mark one true, or leave out "
+                                 f"involved_dim (all dimensions)")
+
+    def _send(self, node) -> None:
+        src = node.get_int("comm_src", self.npu_id)
+        if src != self.npu_id:
+            raise InputError.in_file(self.source, f"node {node.id}: COMM_SEND has comm_src {src}, "
+                                     f"but it runs on NPU {self.npu_id}")
+        dst = node.get_int("comm_dst")
+        self._check_peer(node, dst, "comm_dst")
+        size = node.get_int("comm_size")
+        tag = native_tag(node.get_int("comm_tag"))
+        self.services.network.send(self.npu_id, dst, tag, size, self.complete_soon, node.id)
+
+    def _recv(self, node) -> None:
+        src = node.get_int("comm_src")
+        self._check_peer(node, src, "comm_src")
+        dst = node.get_int("comm_dst", self.npu_id)
+        if dst != self.npu_id:
+            raise InputError.in_file(self.source, f"node {node.id}: COMM_RECV has comm_dst {dst}, "
+                                     f"but it runs on NPU {self.npu_id}")
+        size = node.get_int("comm_size")
+        tag = native_tag(node.get_int("comm_tag"))
+        self.services.network.recv(self.npu_id, src, tag, size, self.complete_soon, node.id)
+
+    def _check_peer(self, node, peer: int, field: str) -> None:
+        if not 0 <= peer < self.services.total_npus or peer == self.npu_id:
+            raise InputError.in_file(self.source, f"node {node.id}: {field} {peer} must be another NPU "
+                                     f"id in 0..{self.services.total_npus - 1}")
+
+    def _metadata(self, node) -> None:
+        """Communicator groups declared by a METADATA node's ``inputs.values``."""
+        text = node.inputs_values
+        if not text:
+            return
+        try:
+            for pg, ranks in self.services.planner.parse_process_groups(text):
+                self.groups[pg] = self.services.planner.make_group(pg + 1, ranks, self.npu_id)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError.in_file(self.source, f"node {node.id}: METADATA inputs.values is not a "
+                                     f"process-group list ({exc})") from None
