@@ -11,6 +11,7 @@ which builds its arguments from the dimension once per phase and may keep what i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from simpy_astra.errors import InputError
@@ -71,9 +72,23 @@ class LogicalDim:
 
 
 def dimension_ring(npu: int, dims: list[int], d: int) -> LogicalDim:
-    """Members of network dimension ``d`` that share all other coordinates with ``npu``."""
-    members, index = Grid(dims).line(npu, d)
-    return LogicalDim(members, index)
+    """Members of network dimension ``d`` that share all other coordinates with ``npu``: one
+    tuple shared by every NPU of the line (a tuple per NPU held n copies of an n-NPU line,
+    hundreds of GB at 262,144 GPUs; and what is derived from a line is then worked out once)."""
+    grid = Grid(dims)
+    return LogicalDim(_line(grid.dims, d, grid.moved(npu, d, 0)), grid.coord(npu, d))
+
+
+@lru_cache(maxsize=1 << 12)
+def _line(dims: tuple[int, ...], d: int, first: int) -> tuple[int, ...]:
+    """The NPUs of dimension ``d``'s line whose first NPU is ``first``, in coordinate order."""
+    return Grid(dims).line(first, d)[0]
+
+
+@lru_cache(maxsize=16)
+def every_npu(total_npus: int) -> tuple[int, ...]:
+    """NPUs 0..n-1 as one tuple shared by every NPU's ring over all of them."""
+    return tuple(range(total_npus))
 
 
 def alternating_trees(dim: LogicalDim) -> tuple[TreeNode]:

@@ -25,6 +25,7 @@ from simpy_astra.cli.output_checks import _not_stdout
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
+from simpy_astra.infra.stopping import Terminated
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
@@ -41,8 +42,6 @@ EXIT_TERMINATED = 143
 def _stop_once(signum: int, frame) -> None:
     """The first SIGINT/SIGTERM stops the sweep; later ones are ignored while it cleans up, so
     a second Ctrl-C cannot cut the cleanup short with a traceback."""
-    from simpy_astra.sweep.runner import Terminated
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
@@ -170,7 +169,7 @@ def main(argv: list[str]) -> int:
         return code
     except KeyboardInterrupt as exc:  # before or after the points ran: nothing half-written
         stopped = True
-        terminated = type(exc).__name__ == "Terminated"
+        terminated = isinstance(exc, Terminated)
         print("terminated" if terminated else "interrupted", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:

@@ -25,13 +25,30 @@ from simpy_astra.errors import InputError
 class CommunicatorGroup:
     """One NPU's view of a communicator group: members and its own stream-id counter."""
 
-    __slots__ = ("group_id", "members", "streams", "plans")
+    __slots__ = ("group_id", "members", "_places", "streams", "plans")
 
-    def __init__(self, group_id: int, members: tuple[int, ...]) -> None:
+    def __init__(self, group_id: int, members: tuple[int, ...], places: list | None = None) -> None:
         self.group_id = group_id
         self.members = members
+        #: [member -> its place in ``members``], made when first asked and shared by every view
+        #: of the group: each member asking ``members.index`` (or ``in members``) scanned an
+        #: n-member group n times, hours at 262,144 GPUs; made lazily, as a file may hold
+        #: 300,000 groups that no NPU asks about
+        self._places = places if places is not None else [None]
         self.streams = StreamCounter(first_stream_id(group_id))
         self.plans: dict[tuple, CollectivePlan] = {}
+
+    @property
+    def positions(self) -> dict[int, int]:
+        """Member -> its (first) place in ``members``."""
+        found = self._places[0]
+        if found is None:
+            found = self._places[0] = {m: i for i, m in reversed(list(enumerate(self.members)))}
+        return found
+
+    def member_view(self) -> CommunicatorGroup:
+        """A member's own view: its stream ids and plans, the members and places shared."""
+        return CommunicatorGroup(self.group_id, self.members, self._places)
 
 
 class CollectivePlanner:
@@ -81,8 +98,8 @@ class CollectivePlanner:
         if group is not None:
             return group
         shared = self._file_groups.get(group_id)
-        if shared is not None and npu_id in shared.members:  # a member: its own streams and plans
-            group = groups[group_id] = CommunicatorGroup(group_id, shared.members)
+        if shared is not None and npu_id in shared.positions:  # a member: its own streams and plans
+            group = groups[group_id] = shared.member_view()
             return group
         return shared
 
@@ -101,8 +118,8 @@ class CollectivePlanner:
                     raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
                                      f"(the network has {self.total_npus} NPUs)")
             shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
-        if npu_id is not None and npu_id in shared.members:
-            return CommunicatorGroup(group_id, shared.members)
+        if npu_id is not None and npu_id in shared.positions:
+            return shared.member_view()
         return shared
 
     def parse_process_groups(self, text: str) -> list[tuple[int, tuple[int, ...]]]:
@@ -147,7 +164,7 @@ class CollectivePlanner:
                    "--comm-group-configuration)")
             raise InputError.in_file(source, f"node {node_id}: communicator group {gid} is not defined; {fix}, or "
                                      f"declare it in a METADATA node")
-        if npu_id not in group.members:
+        if npu_id not in group.positions:
             raise InputError.in_file(source, f"node {node_id}: NPU {npu_id} is not a member of "
                                      f"communicator group {gid} {list(group.members)}")
         key = (kind, custom)
@@ -160,7 +177,7 @@ class CollectivePlanner:
     def _group_plan(self, system: SystemLayer, group: CommunicatorGroup, kind: str,
                     custom: str | None) -> CollectivePlan:
         members = group.members
-        ring = LogicalDim(members, members.index(system.npu_id), local=True)
+        ring = LogicalDim(members, group.positions[system.npu_id], local=True)
         if custom is not None:
             return CollectivePlan([], [ring], [True], group.streams)
         if len(members) == self.total_npus:

@@ -26,7 +26,7 @@ from simpy_astra.collectives.base import (
     CLOCKWISE,
     REDUCE_SCATTER,
 )
-from simpy_astra.collectives.logical import LogicalDim, dimension_ring
+from simpy_astra.collectives.logical import LogicalDim, dimension_ring, every_npu
 from simpy_astra.engine.phase import ChunkCounter, Phase, Stream
 from simpy_astra.engine.phase_process import PhaseProcess
 from simpy_astra.engine.probes import Probed
@@ -247,7 +247,7 @@ class SystemLayer(Probed):
                                         f"is {name}, which does not implement {kind}; use one of: {able}")
                 choices.append(choice)
                 if choice.spans_all_npus:
-                    dims.append(LogicalDim(tuple(range(self.total_npus)), self.npu_id))
+                    dims.append(LogicalDim(every_npu(self.total_npus), self.npu_id))
                     break
                 if d >= len(self.network_dims):
                     dims_n = len(self.network_dims)

@@ -52,6 +52,13 @@ class Stopped(KeyboardInterrupt):
                 f"(exit status {self.exit_code})")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM in a sweep's process, taken down the same path as Ctrl-C. Defined here, in a
+    module loaded before any handler is installed: a handler that imported it could be run
+    while that import was half done (a signal in the first second), and failed with an
+    ImportError instead of stopping."""
+
+
 _signals: list[int] = []  # signals received since install()
 _engines: list[Any] = []  # SimPy environments running now (innermost last)
 _timer: list[threading.Timer] = []

@@ -34,6 +34,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import stopping
+from simpy_astra.infra.stopping import Terminated
 from simpy_astra.plugins import search_also
 from simpy_astra.report.console import Output, fit_first, plain_width
 from simpy_astra.sweep.inputs import InputSnapshot
@@ -51,10 +52,6 @@ class RunOutcome:
     finished: int
     interrupted: bool
     terminated: bool = False  # interrupted by SIGTERM rather than Ctrl-C
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM in the sweep's process, taken down the same path as Ctrl-C."""
 
 
 #: a pipe or a log gets a line per finished point while a sweep has this many points at most;
