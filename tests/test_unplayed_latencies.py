@@ -14,7 +14,7 @@ from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.config.scenario_workload import prepare_workload
 from simpy_astra.workloads.transformer.graph import COLL, RECV, SEND
-from tests.scenario_files import SMALL_GPT_ARGS, megatron_scenario, megatron_sweep
+from tests.scenario_files import SMALL_GPT_ARGS, megatron_scenario, megatron_sweep, write_yaml
 
 H100S = {"preset": "dgx-h100", "gpus": 16}
 PP1 = SMALL_GPT_ARGS.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 1")
@@ -69,3 +69,13 @@ def test_plays_messages_is_what_the_trace_holds(tmp_path, args):
     played = any(op.kind in (SEND, RECV) or op.kind == COLL and op.comm_type == all_to_all
                  for graph in prepared.job.graphs for op in graph.ops)
     assert prepared.layout().plays_messages is played
+
+
+def test_a_backend_that_plays_collectives_as_messages_reads_them_at_pp1(tmp_path, capsys):
+    # congestion_aware plays every all-reduce message by message, on the routes' latencies
+    docs = [{"workload": {"generate": "megatron", "args": PP1}, "cluster": {**H100S, **extra},
+             "backend": "congestion_aware"} for extra in ({}, SLOW)]
+    plain, slow = (_headline_and_warnings(capsys, write_yaml(tmp_path, doc, f"{n}.yaml"))
+                   for n, doc in enumerate(docs))
+    assert slow[1] == plain[1] == []
+    assert slow[0] != plain[0]
