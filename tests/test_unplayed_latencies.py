@@ -14,7 +14,13 @@ from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.config.scenario_workload import prepare_workload
 from simpy_astra.workloads.transformer.graph import COLL, RECV, SEND
-from tests.scenario_files import SMALL_GPT_ARGS, megatron_scenario, megatron_sweep, write_yaml
+from tests.scenario_files import (
+    SMALL_GPT_ARGS,
+    headline_and_warnings,
+    megatron_scenario,
+    megatron_sweep,
+    write_yaml,
+)
 
 H100S = {"preset": "dgx-h100", "gpus": 16}
 PP1 = SMALL_GPT_ARGS.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 1")
@@ -24,20 +30,12 @@ RING = PP1 + " --context-parallel-size 2 --cp-comm-type p2p"
 SLOW = {"nvlink_latency_ns": 200_000, "inter_node_latency_ns": 400_000}
 
 
-def _headline_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
-    from tests.wrapped_lines import plain
-
-    assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
-    captured = capsys.readouterr()
-    return captured.out, plain(captured.err).strip().splitlines()
-
-
 def test_latencies_a_pp1_job_never_reads_are_said_to_change_nothing(tmp_path, capsys):
     # before: both latencies 100x the preset's ran the same step as the preset's, in silence
-    plain = _headline_and_warnings(capsys, megatron_scenario(tmp_path, PP1, "plain.yaml", **H100S))
+    plain = headline_and_warnings(capsys, megatron_scenario(tmp_path, PP1, "plain.yaml", **H100S))
     assert plain[1] == []
     path = megatron_scenario(tmp_path, PP1, "slow.yaml", **H100S, **SLOW)
-    assert _headline_and_warnings(capsys, path) == (plain[0], [
+    assert headline_and_warnings(capsys, path) == (plain[0], [
         f"warning: {path}: cluster.{key} changes nothing here: it is read only by messages the network plays "
         f"one by one (pipeline sends, all-to-alls), and this job sends none (NCCL's model times its "
         f"all-reduces, reduce-scatters and all-gathers)" for key in ("nvlink_latency_ns", "inter_node_latency_ns")])
@@ -45,8 +43,8 @@ def test_latencies_a_pp1_job_never_reads_are_said_to_change_nothing(tmp_path, ca
 
 @pytest.mark.parametrize("args", [SMALL_GPT_ARGS, MOE, ULYSSES], ids=["pp2", "moe-alltoall", "cp-a2a"])
 def test_a_job_that_plays_messages_reads_its_latencies(tmp_path, capsys, args):
-    plain = _headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "plain.yaml", **H100S))
-    slow = _headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "slow.yaml", **H100S, **SLOW))
+    plain = headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "plain.yaml", **H100S))
+    slow = headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "slow.yaml", **H100S, **SLOW))
     assert slow[1] == plain[1] == []
     assert slow[0] != plain[0]
 
@@ -75,7 +73,7 @@ def test_a_backend_that_plays_collectives_as_messages_reads_them_at_pp1(tmp_path
     # congestion_aware plays every all-reduce message by message, on the routes' latencies
     docs = [{"workload": {"generate": "megatron", "args": PP1}, "cluster": {**H100S, **extra},
              "backend": "congestion_aware"} for extra in ({}, SLOW)]
-    plain, slow = (_headline_and_warnings(capsys, write_yaml(tmp_path, doc, f"{n}.yaml"))
+    plain, slow = (headline_and_warnings(capsys, write_yaml(tmp_path, doc, f"{n}.yaml"))
                    for n, doc in enumerate(docs))
     assert slow[1] == plain[1] == []
     assert slow[0] != plain[0]
