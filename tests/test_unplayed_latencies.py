@@ -77,3 +77,12 @@ def test_a_backend_that_plays_collectives_as_messages_reads_them_at_pp1(tmp_path
                    for n, doc in enumerate(docs))
     assert slow[1] == plain[1] == []
     assert slow[0] != plain[0]
+
+
+def test_beside_a_system_of_its_own_nothing_is_said(tmp_path, capsys):
+    # a scenario's system may name a custom algorithm (``*-implementation-custom``) whose steps the
+    # network plays as messages: the loader does not read it, so it says nothing of the latencies
+    system = load_cluster(H100S, "cluster").system_mapping()
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": PP1}, "cluster": {**H100S, **SLOW},
+                                 "system": system})
+    assert headline_and_warnings(capsys, path)[1] == []

@@ -152,7 +152,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         how = backend_flag if backend is not None else "field 'backend'"
         refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
                                     reads_gpu(prepared))
-    if on_preset and prepared is not None:
+    if on_preset and not user_system and prepared is not None:  # a system's own algorithms play messages
         unknown += unplayed_latencies(cluster, doc["cluster"], chosen, prepared.layout().plays_messages)
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")

@@ -104,7 +104,8 @@ def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str
     """Each route latency ``written`` that a job on the preset's own machine never reads: only a
     message the network plays (a pipeline send, an all-to-all) reads it, and on a backend that
     times collectives by NCCL's model (whose latencies are its own) a job that sends none
-    (``WorkloadLayout.plays_messages``) runs the same step without it. The keys a size already
+    (``WorkloadLayout.plays_messages``) runs the same step without it (on the preset's system:
+    a scenario's own may play a collective by its own algorithm). The keys a size already
     leaves idle (:meth:`Cluster.idle_key_names`) are not named twice."""
     if plays_messages or not BACKENDS[backend].times_nccl:
         return []

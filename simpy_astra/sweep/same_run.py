@@ -286,7 +286,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
     shares = unused_share_keys(loaded, loaded.node)
     why.update({key: f"where {said}" for key, said in shares.items()})
-    if not user_network:
+    if not (user_network or user_system):  # a system's own algorithms play messages
         why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages),
                                  "where the job sends no message the network plays"))
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
