@@ -51,3 +51,12 @@ def error_lines(capsys, argv: list[str]) -> list[str]:
     """The lines a command that refuses its input (exit status 2) writes to stderr."""
     assert main(argv) == 2
     return capsys.readouterr().err.strip().splitlines()
+
+
+def headline_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
+    """What ``run path --quiet`` writes: its headline, and its warnings one a line (unwrapped)."""
+    from tests.wrapped_lines import plain
+
+    assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return captured.out, plain(captured.err).strip().splitlines()

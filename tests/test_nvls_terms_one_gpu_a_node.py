@@ -5,27 +5,19 @@ nothing, as it does beside ``nvls: false``: it is said, and a sweep over it runs
 from __future__ import annotations
 
 from simpy_astra.cli.main import main
-from tests.scenario_files import SMALL_GPT_ARGS, megatron_scenario, megatron_sweep
+from tests.scenario_files import SMALL_GPT_ARGS, headline_and_warnings, megatron_scenario, megatron_sweep
 
 ONE = {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}
-
-
-def _headline_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
-    from tests.wrapped_lines import plain
-
-    assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
-    captured = capsys.readouterr()
-    return captured.out, plain(captured.err).strip().splitlines()
 
 
 def test_an_nvls_term_at_one_gpu_a_node_is_said_to_change_nothing(tmp_path, capsys):
     # before: nccl_nvls_efficiency: 0.3 and nccl_latency_scale: 30 (dgx-h100's scale is its
     # NVLS fit's) ran the same 35.7 ms step as neither, in silence
-    plain = _headline_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "plain.yaml", **ONE))
+    plain = headline_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "plain.yaml", **ONE))
     assert plain[1] == []
     for key, value in (("nccl_nvls_efficiency", 0.3), ("nccl_latency_scale", 30)):
         path = megatron_scenario(tmp_path, SMALL_GPT_ARGS, f"{key}.yaml", **ONE, **{key: value})
-        assert _headline_and_warnings(capsys, path) == (plain[0], [
+        assert headline_and_warnings(capsys, path) == (plain[0], [
             f"warning: {path}: cluster.{key} changes nothing here: it is read only when NCCL's all-reduce runs "
             f"nvls, and each node holds one GPU (gpus_per_node 1)"])
 

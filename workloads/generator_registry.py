@@ -93,6 +93,11 @@ class WorkloadLayout:
     #: what the framework would warn of the job and run on, one line each: written whole, naming its
     #: place (Megatron's), or parts (:data:`~simpy_astra.errors.Parts`) a scenario spells with its fields
     warnings: tuple[str | Parts, ...] = ()
+    #: the job sends a message a network plays one by one (a point-to-point send, an
+    #: all-to-all), which reads its routes' latencies; False: every exchange is an all-reduce,
+    #: reduce-scatter or all-gather (a cluster's analytical backend times those by NCCL's
+    #: model). True where not known
+    plays_messages: bool = True
 
 
 @dataclass(frozen=True)

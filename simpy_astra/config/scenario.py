@@ -74,7 +74,11 @@ from simpy_astra.config.scenario_cluster import (
 from simpy_astra.config.scenario_files import comm_groups_field, read_block
 from simpy_astra.config.scenario_jobs import jobs_inputs
 from simpy_astra.config.scenario_workload import generator_entry, read_workload
-from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_algorithm_shares
+from simpy_astra.config.unread_cluster_keys import (
+    refuse_unread_cluster_keys,
+    unplayed_latencies,
+    unused_algorithm_shares,
+)
 from simpy_astra.engine.nccl_names import MODEL_ONLY
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra.sweep_outputs import refuse_sweep_output
@@ -148,6 +152,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         how = backend_flag if backend is not None else "field 'backend'"
         refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
                                     reads_gpu(prepared))
+    if on_preset and not user_system and prepared is not None:  # a system's own algorithms play messages
+        unknown += unplayed_latencies(cluster, doc["cluster"], chosen, prepared.layout().plays_messages)
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     # the preset's network is the cluster's (its bandwidths are cluster keys): errors name that

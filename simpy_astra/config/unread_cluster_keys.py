@@ -1,7 +1,8 @@
 """Which ``cluster:`` keys a run reads: one it never reads is refused rather than run as if set
 (NCCL's fitted terms off the analytical backend or beside a network of the scenario's own, the
 spine beside that network); an NCCL algorithm's fitted term where that algorithm never runs
-(another forced, no NVLS, one GPU a node) is said."""
+(another forced, no NVLS, one GPU a node) is said, and so is a route's latency where the job
+sends no message the network plays."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_latency_scale_algo", "nccl_launch_us", "nccl_ring_efficiency",
                  "nccl_tree_efficiency", "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
                  "nccl_node_ll128_latency_scale", "nvls")
+#: cluster keys only a message played on the preset's routes reads (NCCL's model has its own)
+LATENCY_KEYS = ("nvlink_latency_ns", "inter_node_latency_ns")
 #: cluster keys only the preset's routes read (its leaves and spine)
 SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
 
@@ -43,7 +46,7 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
         unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
                                                 "replaces its leaves and spine"))
         # (the links' bandwidths still size a Megatron trace's tensor-parallel window; no latency does)
-        unread.update(dict.fromkeys(("nvlink_latency_ns", "inter_node_latency_ns"),
+        unread.update(dict.fromkeys(LATENCY_KEYS,
                                     "read only on the preset's own machine; the scenario's network replaces its "
                                     "NVLink and rails, latencies too"))
         unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the scenario's network replaces it"))
@@ -95,3 +98,25 @@ def unused_algorithm_shares(cluster: Cluster, written: Iterable[str]) -> list[st
     to every point."""
     return [f"{cluster.where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs {algo}, "
             f"and {why}" for key, (algo, why) in _unused_shares(cluster, written).items()]
+
+
+def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:
+    """Each route latency ``written`` that a job on the preset's own machine never reads: only a
+    message the network plays (a pipeline send, an all-to-all) reads it, and on a backend that
+    times collectives by NCCL's model (whose latencies are its own) a job that sends none
+    (``WorkloadLayout.plays_messages``) runs the same step without it (on the preset's system:
+    a scenario's own may play a collective by its own algorithm). The keys a size already
+    leaves idle (:meth:`Cluster.idle_key_names`) are not named twice."""
+    if plays_messages or not BACKENDS[backend].times_nccl:
+        return []
+    idle = set(cluster.idle_key_names(written))
+    return [key for key in LATENCY_KEYS if key in written and key not in idle]
+
+
+def unplayed_latencies(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:
+    """A line for each of :func:`unplayed_latency_keys`. Said, not refused: a calibrated cluster
+    keeps its latencies, and a sweep over ``pp`` gives them to every point."""
+    return [f"{cluster.where}.{key} changes nothing here: it is read only by messages the network plays one "
+            f"by one (pipeline sends, all-to-alls), and this job sends none (NCCL's model times its "
+            f"all-reduces, reduce-scatters and all-gathers)"
+            for key in unplayed_latency_keys(cluster, written, backend, plays_messages)]

@@ -253,21 +253,26 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
     cluster = scenario.get("cluster")
     if not isinstance(cluster, dict):
         return None
+    job = _job(scenario)  # a job not read plays messages: its latencies are kept
     context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
-               megatron_args_of(scenario) is not None)
+               megatron_args_of(scenario) is not None, job is None or job.plays_messages)
     text = json.dumps([cluster, context], sort_keys=True, default=str)
     if text not in reads:
         reads[text] = _read_cluster(cluster, context)
     return reads[text]
 
 
-def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool]) -> ClusterRead | None:
+def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool]) -> ClusterRead | None:
     from simpy_astra.config.cluster import load_cluster
     from simpy_astra.config.cluster_fields import OLD_KEYS
-    from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_share_keys
+    from simpy_astra.config.unread_cluster_keys import (
+        refuse_unread_cluster_keys,
+        unplayed_latency_keys,
+        unused_share_keys,
+    )
     from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
-    user_network, user_system, backend, megatron = context
+    user_network, user_system, backend, megatron, plays_messages = context
     backend = DEFAULT_BACKEND if backend is None else backend
     try:
         if not isinstance(backend, str) or backend not in BACKENDS:  # a plug-in's, or a typo: as written
@@ -281,6 +286,9 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool]
     why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
     shares = unused_share_keys(loaded, loaded.node)
     why.update({key: f"where {said}" for key, said in shares.items()})
+    if not (user_network or user_system):  # a system's own algorithms play messages
+        why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages),
+                                 "where the job sends no message the network plays"))
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
               "node": _numbers({k: v for k, v in loaded.node.items() if k not in why}),
               "nccl_algo": loaded.nccl_algo, "nvls": loaded.nvls}

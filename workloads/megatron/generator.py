@@ -198,7 +198,7 @@ def layout(run: MegatronRun) -> WorkloadLayout:
     traces' metadata records them."""
     return WorkloadLayout(ranks=run.job.gpus, blocks=Layout.blocks(run.job),
                           dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()},
-                          warnings=run.job.warnings)
+                          warnings=run.job.warnings, plays_messages=run.job.plays_messages)
 
 
 def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:

@@ -262,6 +262,16 @@ class MegatronJob:
         """The kinds of the layers stage ``stage``'s chunk ``chunk`` builds."""
         return tuple(self.layer_kind(layer) for layer in self.chunk_layers(stage, chunk))
 
+    @property
+    def plays_messages(self) -> bool:
+        """The trace holds an exchange a network plays message by message, reading its routes'
+        latencies: a pipeline send (pp > 1), or an all-to-all (MoE's token dispatch, Ulysses'
+        context-parallel exchange). Every other exchange is an all-reduce, reduce-scatter or
+        all-gather (a context-parallel ``p2p`` ring's hops too), which a cluster's analytical
+        backend times by NCCL's model, blind to those latencies."""
+        return (self.pp > 1 or self.ep > 1 and self.moe_alltoall
+                or self.cp > 1 and any(kind in ("a2a", "a2a+p2p") for kind in self.cp_comm_types))
+
     def is_moe(self, layer: int) -> bool:
         if self.moe_pattern:
             return self.experts > 0 and self.moe_pattern[layer]
