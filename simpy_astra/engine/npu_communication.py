@@ -130,7 +130,8 @@ class NpuCommunication:
             return
         try:
             for pg, ranks in self.services.planner.parse_process_groups(text):
-                self.groups[pg] = self.services.planner.make_group(pg + 1, ranks, self.npu_id)
+                self.groups[pg] = self.services.planner.make_group(
+                    pg + 1, ranks, self.npu_id, f"{self.source}: node {node.id}: METADATA", str(pg))
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError.in_file(self.source, f"node {node.id}: METADATA inputs.values is not a "
                                      f"process-group list ({exc})") from None
