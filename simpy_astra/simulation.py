@@ -145,7 +145,7 @@ class Simulation(CoSimulation):
         check_et_count(inputs.workload_prefix, self.total_npus, source)
         # all file reading happens here, before time starts (custom collectives included)
         self.planner = CollectivePlanner(cfg, self.total_npus)
-        self.planner.add_file_groups(inputs.comm_groups)
+        self.planner.add_file_groups(inputs.comm_groups, "SimulationInputs.comm_groups")
         groups = self.planner.file_group_members()
         if cfg.npu_groups:  # NPUs that differ are not symmetric
             inputs = replace(inputs, fold_symmetry=False)

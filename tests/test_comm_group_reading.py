@@ -91,7 +91,7 @@ def test_integers_near_the_largest_double() -> None:
 
 def test_a_member_gets_its_own_view_and_a_non_member_the_shared_one() -> None:
     planner = CollectivePlanner(SystemConfig(preferred_dataset_splits=1), 8)
-    planner.add_file_groups({1: (0, 1), 2: (2, 3)})
+    planner.add_file_groups({1: (0, 1), 2: (2, 3)}, "groups.json")
     own0, own1 = {}, {}
     a, b = planner.group_for(0, own0, 1), planner.group_for(1, own1, 1)
     assert a.members == b.members == (0, 1) and a is not b and a.streams is not b.streams
@@ -103,10 +103,29 @@ def test_a_member_gets_its_own_view_and_a_non_member_the_shared_one() -> None:
     assert planner.group_for(0, {2: declared}, 2) is declared
 
 
-def test_file_group_npu_that_does_not_exist_is_named() -> None:
+@pytest.mark.parametrize("groups, error", [
+    ({1: (0, 1), 2: (3, 4)}, "group '2' lists 4, which is not an NPU id; the network has 4 NPUs (0..3)"),
+    ({1: (0, "x")}, "group '1' lists \"x\", which is not an NPU id; the network has 4 NPUs (0..3)"),
+])
+def test_file_group_npu_that_does_not_exist_is_named(groups: dict, error: str) -> None:
+    """Groups a Python caller gives SimulationInputs unchecked: one line naming where they were
+    given, the group and the ids it may list (a member no int took was a ValueError's traceback)."""
     planner = CollectivePlanner(SystemConfig(preferred_dataset_splits=1), 4)
-    with pytest.raises(InputError, match="communicator group 2: NPU 4 does not exist"):
-        planner.add_file_groups({1: (0, 1), 2: (3, 4)})
+    with pytest.raises(InputError) as caught:
+        planner.add_file_groups(groups, "SimulationInputs.comm_groups")
+    assert str(caught.value) == f"SimulationInputs.comm_groups: {error}"
+
+
+def test_a_metadata_group_of_an_npu_that_does_not_exist_names_the_trace_and_node(tmp_path) -> None:
+    from simpy_astra.workloads.chakra import make_node
+    from simpy_astra.workloads.chakra.schema import METADATA_NODE
+    from tests.sim_helpers import net, run
+
+    groups = '[\'[{"pg_name": "1", "ranks": [0, 9]}]\']'
+    meta = make_node(1, "pg", METADATA_NODE, inputs_values=groups)
+    with pytest.raises(InputError, match=r"\.et: node 1: METADATA: group '1' lists 9, which is not an NPU "
+                                         r"id; the network has 4 NPUs \(0\.\.3\)$"):
+        run(tmp_path, [[meta]] * 4, net("Ring", 4), {})
 
 
 def test_a_file_read_whole_gives_each_group(tmp_path) -> None:

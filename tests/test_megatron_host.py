@@ -12,9 +12,8 @@ from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import LayerKind
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.schedule import StageSchedule
+from simpy_astra.workloads.megatron.schedule import StageSchedule, host_idle_seconds, task_host_seconds
 from simpy_astra.workloads.megatron.steps import Collective, Compute
-from simpy_astra.workloads.transformer.graph import COMP
 
 #: one layer of a Megatron-Core job on one GPU; the local implementation has no TE modules
 LAYER = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
@@ -51,38 +50,43 @@ def test_transformer_engine_layers_pay_their_modules_python():
     assert _host_us(LAYER + " --transformer-impl local", gpu) == (0.0, 0.0)
 
 
+def _host_nodes(job_args: str, tp: int, gpu: Gpu, steps: list) -> list[tuple[str, int]]:
+    """The ``host`` nodes a stage's schedule adds for one task of ``steps``, (name, us)."""
+    schedule = StageSchedule(parse(job_args, tp), gpu, 0)
+    schedule.steps("t", steps, sync_grads=False)
+    return [(op.name, op.duration_us) for op in schedule.g.ops if op.name.endswith(".host")]
+
+
 def test_a_task_waits_for_the_modules_python_only_when_the_gpu_is_faster():
     """A backward of 18 kernels and one all-reduce with 268 us of TE Python: the host needs
     (18 + 1) x 10 + 268 = 458 us. Against 100 us of kernels the GPU idles 358 us; against
     1 ms of kernels the host runs ahead and nothing is added."""
-    job = parse(LAYER + " --tensor-model-parallel-size 2", 2)
+    job = LAYER + " --tensor-model-parallel-size 2"
     gpu = _h100()
-    fast = StageSchedule(job, gpu, 0)
-    fast._host_bound("t", [Compute("a", {"gemm": 60e-6}, 10, 268e-6), Collective("ar", 0, 1024),
-                           Compute("b", {"gemm": 40e-6}, 8)])
-    assert [(op.name, op.kind, op.duration_us) for op in fast.g.ops] == [("t.host", COMP, 358)]
-    slow = StageSchedule(job, gpu, 0)
-    slow._host_bound("t", [Compute("a", {"gemm": 1e-3}, 18, 268e-6), Collective("ar", 0, 1024)])
-    assert slow.g.ops == []
+    fast = [Compute("a", {"gemm": 60e-6}, 10, 268e-6), Collective("ar", 0, 1024), Compute("b", {"gemm": 40e-6}, 8)]
+    assert task_host_seconds(fast) * 1e6 == pytest.approx(458.0)
+    assert host_idle_seconds(fast) * 1e6 == pytest.approx(358.0)
+    assert _host_nodes(job, 2, gpu, fast) == [("t.host", 358)]
+    slow = [Compute("a", {"gemm": 1e-3}, 18, 268e-6), Collective("ar", 0, 1024)]
+    assert host_idle_seconds(slow) == 0.0
+    assert _host_nodes(job, 2, gpu, slow) == []
 
 
 def test_the_smallest_public_h100_row_is_not_host_bound():
     """Megatron-Core's 1.7B row (h 2048, 4,096 tokens, tp 1) has the shortest layer of the
-    public H100 tables: its host needs 10 x 10 + 24 = 124 us forward and 18 x 10 + 268 = 448
-    us backward, a fifth or less of what its kernels take, so the host adds nothing there;
-    the same layer at tp 8 runs an eighth of its GEMMs and its backward waits for the host."""
+    public H100 tables: its backward's host needs 18 x 10 + 268 = 448 us, a fifth or less of
+    what its kernels take, so the host adds nothing there. The same layer at tp 8 with
+    sequence parallelism runs an eighth of its GEMMs and adds six NCCL calls, each one more
+    launch (each of the attention and MLP blocks: its input's all-gather for the weight
+    gradient, the input gradient's reduce-scatter, the output gradient's all-gather):
+    (18 + 6) x 10 + 268 = 508 us, and its backward waits for the host."""
     gpu = _h100()
     row = LAYER.replace("--hidden-size 1024", "--hidden-size 2048").replace("1024 ", "4096 ", 2)
-    for tp, bound in ((1, False), (8, True)):
+    for tp, host_us, bound in ((1, 448.0, False), (8, 508.0, True)):
         args = row + (f" --tensor-model-parallel-size {tp} --sequence-parallel" if tp > 1 else "")
-        job = parse(args, tp)
-        steps = ChunkModel(job, gpu).backward([DENSE], first=False, last=False)
-        compute = [s for s in steps if isinstance(s, Compute)]
-        calls = sum(1 for s in steps if isinstance(s, Collective))
-        host_us = (sum(s.kernels for s in compute) + calls) * 10 + sum(s.host_s for s in compute) * 1e6
-        assert (host_us > sum(s.total_s for s in compute) * 1e6) == bound
-        if tp == 1:
-            assert host_us == pytest.approx(448.0, abs=1.0)
+        steps = ChunkModel(parse(args, tp), gpu).backward([DENSE], first=False, last=False)
+        assert task_host_seconds(steps) * 1e6 == pytest.approx(host_us, abs=1.0)
+        assert bool(_host_nodes(args, tp, gpu, steps)) == bound
 
 
 @pytest.mark.parametrize("extra, accepted", [

@@ -17,6 +17,7 @@ from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.collectives.custom.files import CustomCollectives
 from simpy_astra.collectives.logical import LogicalDim
 from simpy_astra.config import SystemConfig
+from simpy_astra.config.comm_groups import member_error, plain_members
 from simpy_astra.engine.system_layer import CollectivePlan, StreamCounter, SystemLayer
 from simpy_astra.engine.tags import first_stream_id
 from simpy_astra.errors import InputError
@@ -64,13 +65,13 @@ class CollectivePlanner:
         #: the comm-group file's groups, as the views every non-member shares
         self._file_groups: dict[int, CommunicatorGroup] = {}
 
-    def add_file_groups(self, comm_groups: dict[int, tuple[int, ...]]) -> None:
-        """The groups of the comm-group file (checked against the NPU count: all at once, as a
-        file may hold 300,000 groups; group by group, in :meth:`make_group`, where one is wrong
-        or its ids are not ints, to name it or take them as ints)."""
-        ids = [m for members in comm_groups.values() for m in members]
-        plain = (all(type(m) is int for m in ids) and 0 <= min(ids, default=0)
-                 and max(ids, default=0) < self.total_npus)
+    def add_file_groups(self, comm_groups: dict[int, tuple[int, ...]], source: str) -> None:
+        """The groups of the comm-group file, ``source`` naming them in an error (checked
+        against the NPU count: all at once, as a file may hold 300,000 groups; group by group,
+        in :meth:`make_group`, where one is wrong or its ids are not ints, to name it or take
+        them as ints). A file or scenario was checked when read; this check is for groups a
+        Python caller gives :class:`SimulationInputs` itself."""
+        plain = plain_members(list(comm_groups.values()), self.total_npus)
         views = self._group_views
         for gid, members in comm_groups.items():
             if plain:  # make_group's view, without its check of each member
@@ -79,7 +80,7 @@ class CollectivePlanner:
                 if group is None:
                     group = views[key] = CommunicatorGroup(gid, key[1])
             else:
-                group = self.make_group(gid, members)
+                group = self.make_group(gid, members, source=source)
             self._file_groups[gid] = group
 
     def file_group_members(self) -> dict[int, tuple[int, ...]]:
@@ -103,8 +104,10 @@ class CollectivePlanner:
             return group
         return shared
 
-    def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
-        """NPU ``npu_id``'s view of a communicator group.
+    def make_group(self, group_id: int, members, npu_id: int | None = None,
+                   source: str = "communicator groups", shown: str = "") -> CommunicatorGroup:
+        """NPU ``npu_id``'s view of a communicator group (an error names ``source``, where its
+        members were given, and the group as ``shown`` there, else by its id).
 
         A member gets its own view (stream ids, plans); every non-member of a group shares
         one read-only view, as a non-member only reads ``members`` for its error messages.
@@ -112,15 +115,21 @@ class CollectivePlanner:
         key = (group_id, tuple(members))
         shared = self._group_views.get(key)
         if shared is None:
-            ids = tuple(int(m) for m in members)
-            for m in ids:
-                if not 0 <= m < self.total_npus:
-                    raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
-                                     f"(the network has {self.total_npus} NPUs)")
+            ids = tuple(self._npu_id(m, source, shown or group_id) for m in members)
             shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
         if npu_id is not None and npu_id in shared.positions:
             return shared.member_view()
         return shared
+
+    def _npu_id(self, member, source: str, group: object) -> int:
+        """``member`` as an NPU id (an int as Python takes one), else the error naming it."""
+        try:
+            npu = int(member)
+        except (TypeError, ValueError):
+            raise member_error(source, group, member, self.total_npus) from None
+        if not 0 <= npu < self.total_npus:
+            raise member_error(source, group, member, self.total_npus)
+        return npu
 
     def parse_process_groups(self, text: str) -> list[tuple[int, tuple[int, ...]]]:
         """(pg_name, ranks) of a METADATA node's ``inputs.values``; parsed once per distinct

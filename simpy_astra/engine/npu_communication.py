@@ -2,11 +2,14 @@
 cluster preset, to NCCL's timing), a send or a receive to the network, a METADATA node's
 communicator groups; each node's fields checked as it is issued, an error naming the node.
 
-:class:`NpuCommunication` is the part of :class:`~simpy_astra.engine.npu.Npu` that
-:meth:`~simpy_astra.engine.npu.Npu._issue` hands these nodes to.
+:class:`NpuCommunication` is the part of :class:`~simpy_astra.engine.npu.Npu` that issues
+the communication nodes of its graph; what it reads of the NPU is declared in its class body.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simpy_astra.engine.system_layer import dimension_active
 from simpy_astra.engine.tags import native_tag
@@ -21,13 +24,48 @@ from simpy_astra.workloads.chakra.types import (
     REDUCE_SCATTER,
 )
 
+if TYPE_CHECKING:
+    from simpy_astra.config import SystemConfig
+    from simpy_astra.engine.collective_plans import CollectivePlanner
+    from simpy_astra.engine.events import NpuClock
+    from simpy_astra.engine.system_layer import SystemLayer
+    from simpy_astra.network import Network
+
 #: Chakra collective types the system layer runs, by its names for them
 COLLECTIVE_KINDS = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", ALL_TO_ALL: "all_to_all",
                     REDUCE_SCATTER: "reduce_scatter"}
 
 
+class RunServices(Protocol):
+    """What an NPU's parts ask of the run around it (:class:`~simpy_astra.engine.npu.NpuServices`
+    is it; declared here, as that module imports this one)."""
+
+    total_npus: int
+    network: Network
+    planner: CollectivePlanner
+    #: a cluster preset's collectives as NCCL times them, else None
+    nccl: Any
+
+
 class NpuCommunication:
-    """Communication nodes issued (mixed into :class:`~simpy_astra.engine.npu.Npu`)."""
+    """Communication nodes issued (mixed into :class:`~simpy_astra.engine.npu.Npu`).
+
+    What it reads of the NPU, set by ``Npu.__init__`` (annotations only: no class attribute)."""
+
+    #: the NPU's rank, and the trace file its errors name
+    npu_id: int
+    source: str
+    #: the run around it (network, planner, NCCL timing), its clock, its system layer and config
+    services: RunServices
+    clock: NpuClock
+    system: SystemLayer
+    config: SystemConfig
+    #: its own views of communicator groups (pg id -> group), which METADATA nodes add to
+    groups: dict[int, Any]
+    #: each collective issued, when the run checks them against the links; else None
+    collective_log: list | None
+    #: finishes node ``node_id`` at the next issue pass
+    complete_soon: Callable[[int], None]
 
     def _collective(self, node) -> None:
         comm_type = node.get_int("comm_type")
@@ -130,7 +168,8 @@ class NpuCommunication:
             return
         try:
             for pg, ranks in self.services.planner.parse_process_groups(text):
-                self.groups[pg] = self.services.planner.make_group(pg + 1, ranks, self.npu_id)
+                self.groups[pg] = self.services.planner.make_group(
+                    pg + 1, ranks, self.npu_id, f"{self.source}: node {node.id}: METADATA", str(pg))
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError.in_file(self.source, f"node {node.id}: METADATA inputs.values is not a "
                                      f"process-group list ({exc})") from None

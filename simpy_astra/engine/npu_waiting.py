@@ -3,11 +3,35 @@ that stall reports (:mod:`simpy_astra.running.stall`) read."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from simpy_astra.workloads.chakra.types import COLLECTIVE_NAMES, COMM_COLL_NODE
+
+if TYPE_CHECKING:
+    from simpy_astra.engine.npu_communication import RunServices
+    from simpy_astra.engine.statistics import NpuStatistics
 
 
 class NpuWaiting:
-    """The nodes an NPU waits on, described (mixed into :class:`~simpy_astra.engine.npu.Npu`)."""
+    """The nodes an NPU waits on, described (mixed into :class:`~simpy_astra.engine.npu.Npu`).
+
+    What it reads of the NPU, set by ``Npu.__init__`` and ``NpuFaults`` (annotations only: no
+    class attribute)."""
+
+    npu_id: int
+    #: the run around it (its planner names a collective's group)
+    services: RunServices
+    #: its graph's nodes by id, each node's dependencies not yet finished, the ready ids (heaps
+    #: per slot class), the nodes in flight (``stats.starts``) and how many have finished
+    nodes: dict[int, Any]
+    parents_left: dict[int, int]
+    ready: list[list[int]]
+    stats: NpuStatistics
+    completed: int
+    #: its own views of communicator groups (pg id -> group)
+    groups: dict[int, Any]
+    #: when it failed (``NpuFaults.fail``), else None
+    failed_ns: float | None
 
     def waiting_on(self, limit: int = 4) -> str:
         """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""

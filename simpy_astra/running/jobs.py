@@ -141,14 +141,14 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
     sim.local_mem_trace_prefix = None  # one file per NPU id: jobs' rank ids would collide
     owner: dict[int, JobInputs] = {}  # physical NPU -> its job
     built: dict[int, Npu] = {}
-    for job in inputs.jobs:
+    for index, job in enumerate(inputs.jobs):
         n = job.num_ranks
         cfg = job.system
         job_dims = sim.network_dims if n == sim.total_npus else [n]
         identity = job.npus == tuple(range(sim.total_npus))
         network = sim.network if identity else JobNetwork(sim.network, job.npus)
         planner = CollectivePlanner(cfg, n)
-        planner.add_file_groups(job.comm_groups)
+        planner.add_file_groups(job.comm_groups, f"jobs[{index}].comm_groups")
         if job is inputs.jobs[0]:
             sim.planner = planner
         traces, _ = load_traces(job.workload_prefix, n, None, planner.file_group_members(),

@@ -288,19 +288,10 @@ class StageSchedule:
             self.beside = []
 
     def _host_bound(self, prefix: str, steps: list[Step]) -> None:
-        """A task whose kernels run faster than the host issues them: the GPU idles for the
-        difference (the host cannot run ahead across tasks: with pp > 1 Megatron
-        synchronises the device after each point-to-point exchange, and a task that is
-        host bound in itself is so in any order). Each tensor- or context-parallel collective
-        is one more kernel the host issues (c10d's NCCL call: its stream and event handling
-        and NCCL's enqueue of the collective's kernel); a step's ``host_s`` (Transformer
-        Engine modules' Python) is added to its launches."""
-        compute = [step for step in steps if isinstance(step, Compute)]
-        calls = sum(1 for step in steps if isinstance(step, Collective))
-        host = host_seconds(sum(step.kernels for step in compute) + calls) + sum(step.host_s for step in compute)
-        gpu = sum(step.total_s for step in compute)
-        if host > gpu:
-            self.compute(f"{prefix}.host", {"host": host - gpu})
+        """A ``host`` node for the GPU's idle time before a task (see :func:`host_idle_seconds`)."""
+        idle = host_idle_seconds(steps)
+        if idle > 0:
+            self.compute(f"{prefix}.host", {"host": idle})
 
     # ------------------------------------------------------------------ parameter gather
     def _bucket_limit(self, chunk: int) -> float:
@@ -535,6 +526,25 @@ class StageSchedule:
         skipped = (not job.grad_norm) + (not job.gradient_check)
         narrower = 2 * (4 - job.master_bytes) + 2 * (8 - sum(job.moment_bytes))
         return ADAM_BYTES_PER_PARAM - narrower - GRADIENT_PASS_BYTES_PER_PARAM * skipped
+
+
+def task_host_seconds(steps: list[Step]) -> float:
+    """Time the host needs to issue one task's ``steps``: each kernel's launch, each tensor-
+    or context-parallel collective as one more kernel (c10d's NCCL call: its stream and event
+    handling and NCCL's enqueue of the collective's kernel), plus each compute step's
+    ``host_s`` (Transformer Engine modules' Python)."""
+    compute = [step for step in steps if isinstance(step, Compute)]
+    calls = sum(1 for step in steps if isinstance(step, Collective))
+    return host_seconds(sum(step.kernels for step in compute) + calls) + sum(step.host_s for step in compute)
+
+
+def host_idle_seconds(steps: list[Step]) -> float:
+    """How long the GPU idles in a task whose kernels run faster than the host issues them
+    (0 when they do not). The host cannot run ahead across tasks: with pp > 1 Megatron
+    synchronises the device after each point-to-point exchange, and a task that is host
+    bound in itself is so in any order."""
+    gpu = sum(step.total_s for step in steps if isinstance(step, Compute))
+    return max(0.0, task_host_seconds(steps) - gpu)
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int, tp_link_gb_s: float = 0.0) -> StageGraph:
