@@ -63,9 +63,11 @@ def test_event_count_of_one_message(tmp_path: Path) -> None:
 def test_non_members_share_one_group_view_and_members_get_their_own(tmp_path: Path) -> None:
     reports, sim = run_sim(tmp_path, [[coll(1 << 16, g)] for g in ("1", "2", "1", "2")], net("Ring", 4),
                            groups={"1": [0, 2], "2": [1, 3]}, fold=False)
-    g1 = [npu.groups[1] for npu in sim.npus]
+    # each NPU's view of file group 1, as its collectives ask for it (made on first ask)
+    g1 = [npu.services.planner.group_for(npu.npu_id, npu.groups, 1) for npu in sim.npus]
     assert g1[0] is not g1[2]  # members 0 and 2: own stream counters and plans
-    assert g1[1] is g1[3]  # non-members 1 and 3: one shared, read-only view
+    assert g1[0] is sim.npus[0].groups[1]  # ... kept by the member, which ran on it
+    assert g1[1] is g1[3] and 1 not in sim.npus[1].groups  # non-members 1 and 3: one shared view
     assert g1[0].members == g1[1].members == (0, 2)
     # both groups still run their own ring (same closed form as test_closed_forms)
     assert reports[0].finished_cycles == reports[1].finished_cycles > 0
