@@ -115,7 +115,7 @@ def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | Non
     keep each cluster and each inline system or network read, for the next point."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
     job = _job(scenario)
-    read = _cluster_read(scenario, {} if reads is None else reads)
+    read = _cluster_read(scenario, {} if reads is None else reads, job)
     if job is not None:
         # --fp8-format on Megatron's own layers runs them in bf16: on a GPU with FP8 units (which
         # it needs) the step is the one without it
@@ -178,7 +178,7 @@ def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, Clust
     if megatron_args_of(one) != megatron_args_of(other):
         why.append("Megatron-LM runs their arguments alike")
     reads = {} if reads is None else reads
-    read = [_cluster_read(one, reads), _cluster_read(other, reads)]
+    read = [_cluster_read(one, reads, _job(one)), _cluster_read(other, reads, _job(other))]
     for where in ("cluster", "system", "network"):
         blocks = [s.get(where) if isinstance(s.get(where), dict) else {} for s in (one, other)]
         for key, mine, theirs in _differences(blocks[0], blocks[1], where):
@@ -246,14 +246,16 @@ class ClusterRead:
     unread: dict[str, str]
 
 
-def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]) -> ClusterRead | None:
+def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None],
+                  job: Any) -> ClusterRead | None:
     """What the run of ``scenario`` reads of its cluster, None where it is not read so (no
     cluster, one the loader refuses, a key written that the run refuses beside the rest: such
-    a point is compared as written, and fails on its own); ``reads`` keeps each one read."""
+    a point is compared as written, and fails on its own); ``reads`` keeps each one read;
+    ``job``: the scenario's Megatron job as :func:`_job` parsed it (None: not read, so it
+    plays messages and its latencies are kept)."""
     cluster = scenario.get("cluster")
     if not isinstance(cluster, dict):
         return None
-    job = _job(scenario)  # a job not read plays messages: its latencies are kept
     context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
                megatron_args_of(scenario) is not None, job is None or job.plays_messages)
     text = json.dumps([cluster, context], sort_keys=True, default=str)
