@@ -71,17 +71,9 @@ class CollectivePlanner:
         in :meth:`make_group`, where one is wrong or its ids are not ints, to name it or take
         them as ints). A file or scenario was checked when read; this check is for groups a
         Python caller gives :class:`SimulationInputs` itself."""
-        plain = plain_members(list(comm_groups.values()), self.total_npus)
-        views = self._group_views
+        checked = plain_members(list(comm_groups.values()), self.total_npus)
         for gid, members in comm_groups.items():
-            if plain:  # make_group's view, without its check of each member
-                key = (gid, tuple(members))
-                group = views.get(key)
-                if group is None:
-                    group = views[key] = CommunicatorGroup(gid, key[1])
-            else:
-                group = self.make_group(gid, members, source=source)
-            self._file_groups[gid] = group
+            self._file_groups[gid] = self.make_group(gid, members, source=source, checked=checked)
 
     def file_group_members(self) -> dict[int, tuple[int, ...]]:
         """Group id -> members, for every group of the comm-group file."""
@@ -105,9 +97,11 @@ class CollectivePlanner:
         return shared
 
     def make_group(self, group_id: int, members, npu_id: int | None = None,
-                   source: str = "communicator groups", shown: str = "") -> CommunicatorGroup:
+                   source: str = "communicator groups", shown: str = "",
+                   checked: bool = False) -> CommunicatorGroup:
         """NPU ``npu_id``'s view of a communicator group (an error names ``source``, where its
-        members were given, and the group as ``shown`` there, else by its id).
+        members were given, and the group as ``shown`` there, else by its id; ``checked``:
+        the members are known NPU ids already, as ints).
 
         A member gets its own view (stream ids, plans); every non-member of a group shares
         one read-only view, as a non-member only reads ``members`` for its error messages.
@@ -115,7 +109,7 @@ class CollectivePlanner:
         key = (group_id, tuple(members))
         shared = self._group_views.get(key)
         if shared is None:
-            ids = tuple(self._npu_id(m, source, shown or group_id) for m in members)
+            ids = key[1] if checked else tuple(self._npu_id(m, source, shown or group_id) for m in members)
             shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
         if npu_id is not None and npu_id in shared.positions:
             return shared.member_view()
