@@ -80,3 +80,40 @@ def test_a_switch_model_on_a_network_without_a_switch_is_told_it_changes_nothing
     done = _cli(r11, "run", path.name, "--quiet")
     assert done.stdout.strip().startswith(f"iteration time {d(size):,} ns")
     assert "field 'switch-model' (delay) changes nothing" in " ".join(done.stderr.split())
+
+
+# -- a switch failed by its number ---------------------------------------------------------------
+
+def test_fail_switch_given_an_npu_is_refused_naming_the_switches(r11):
+    """docs/cosimulation.md: ``sim.fail_switch(device)`` fails a switch for good; switches are
+    numbered from N (or named: the star's ``"sw"``). ``fail_switch(0)`` failed NPU 0's links in
+    silence: the send 0 -> 3 stalled, reported as held by link 0->4. Now it is a ValueError
+    naming the NPUs and the fix, raised out of ``sim.run()``; ``fail_switch("sw")`` still fails
+    the switch, and ``fail_device(0)`` NPU 0. Untouched, 0 -> 3 crosses two links store-and-
+    forward: 2 x trunc(500 + 65,536 / (50 x 2^30 / 10^9)) = 3,440 ns."""
+    from simpy_astra.errors import StalledError
+    from simpy_astra.simulation import Simulation
+
+    scenario = r11 / "star.yaml"
+    scenario.write_text((HERE.parent / "examples" / "star_send.yaml").read_text()
+                        .replace("backend: congestion_unaware", "backend: congestion_aware"))
+
+    def run_failing(device, method: str = "fail_switch"):
+        sim = Simulation.from_scenario(str(scenario))
+
+        def fault(env):
+            yield env.timeout(100)
+            getattr(sim, method)(device)
+
+        sim.env.process(fault(sim.env))
+        return sim.run()
+
+    assert max(r.finished_ns for r in Simulation.from_scenario(str(scenario)).run()) == 3_440
+    with pytest.raises(ValueError, match=r"^fail_switch\(0\): device 0 is an NPU \(NPUs 0\.\.3\), not a switch: "
+                                         r"switches are numbered from 4 on or named by their label; "
+                                         r"fail_device\(0\) fails an NPU's links$"):
+        run_failing(0)
+    for device, method, held in (("sw", "fail_switch", "link 0->4"), (4, "fail_switch", "link 0->4"),
+                                 (0, "fail_device", "link 0->4")):
+        with pytest.raises(StalledError, match=f"held by {held}, which is failed"):
+            run_failing(device, method)
