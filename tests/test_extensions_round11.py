@@ -19,6 +19,7 @@ from tests.researcher_folder import researcher_folder
 from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d
 from tests.test_extensions_round6 import _cli, _write
 from tests.test_extensions_round7 import _bench, _net, _system
+from tests.test_extensions_round9 import _one_line
 
 HERE = Path(__file__).resolve().parent
 R11 = HERE / "data" / "round11" / "r11.py"
@@ -117,3 +118,16 @@ def test_fail_switch_given_an_npu_is_refused_naming_the_switches(r11):
                                  (0, "fail_device", "link 0->4")):
         with pytest.raises(StalledError, match=f"held by {held}, which is failed"):
             run_failing(device, method)
+
+
+# -- a backend of one's own whose __init__ forgets the base's ---------------------------------------
+
+def test_a_backend_whose_init_skips_the_bases_is_told_to_call_it(r11):
+    """docs/backends.md: the smallest backend subclasses the analytical one. r11's Lagging keeps
+    a figure of its own in ``__init__`` and never calls ``super().__init__``: the run said the
+    built network has no ``board`` and told the researcher to return a CongestionUnawareNetwork
+    subclass, which it is; now it names the call that is missing."""
+    path = _write(r11, "lag.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "r11:LAGGING")
+    line = _one_line(_cli(r11, "run", path.name, "--quiet", status=2))
+    assert line == ("error: network backend 'lagging': build returned Lagging, which has no board; "
+                    "Lagging.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)")

@@ -257,10 +257,13 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         have = getattr(network, "__dict__", {})
         missing = [m for m in _NETWORK_MEMBERS if not hasattr(type(network), m) and m not in have]
         if missing:
-            raise PluginError(f"network backend '{name}': build returned {type(network).__name__}, which has no "
-                              f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; return a "
-                              f"simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, "
-                              f"docs/backends.md)")
+            cls = type(network).__name__
+            # a subclass of ours lacks what our __init__ sets: its own __init__ skipped ours
+            fix = (f"{cls}.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)"
+                   if isinstance(network, RegisteredName) else
+                   "return a simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, docs/backends.md)")
+            raise PluginError(f"network backend '{name}': build returned {cls}, which has no "
+                              f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; {fix}")
         config = args[3] if len(args) > 3 else kwargs.get("config")
         _models_taken(name, config, network)
         if isinstance(network, RegisteredName):  # a subclass of ours: its errors name the backend run
