@@ -131,3 +131,28 @@ def test_a_backend_whose_init_skips_the_bases_is_told_to_call_it(r11):
     line = _one_line(_cli(r11, "run", path.name, "--quiet", status=2))
     assert line == ("error: network backend 'lagging': build returned Lagging, which has no board; "
                     "Lagging.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)")
+
+
+# -- a report of one's own on a fabric with a named switch ------------------------------------------
+
+def test_the_docs_bus_bandwidth_report_names_a_switch_as_the_runs_tables_do(r11):
+    """docs/reports.md's report of one's own (examples/report_busbw.py) over a networkx star
+    (docs/collectives.md's star_net.py, its switch named "sw"): it printed the busiest link as
+    ``4->3``, a number the run's own tables never show (they say ``sw -> 3``); now it names
+    the ends as the reports do (``sim.network.label``). 4 NPUs all-reduce 1 MiB by the ring,
+    congestion-aware: every step crosses NPU -> sw -> NPU, so every link of the star carries
+    one message of S/4 a step."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("report_busbw", HERE.parent / "examples" / "report_busbw.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    scenario = r11 / "star_ring.yaml"
+    scenario.write_text((HERE.parent / "examples" / "star_send.yaml").read_text()
+                        .replace("collective: send_recv, size: 65536, num_npus: 4, src: 0, dst: 3",
+                                 "collective: all_reduce, size: 1048576, num_npus: 4")
+                        .replace("backend: congestion_unaware", "backend: congestion_aware"))
+    line = report.bus_bandwidth_report(str(scenario), 1048576)
+    assert re.fullmatch(r"4 NPUs, 1,048,576 B all-reduce in [\d,]+ ns: bus bandwidth [\d.]+ GB/s; "
+                        r"busiest link (\d->sw|sw->\d) busy \d+% of the time", line), line
