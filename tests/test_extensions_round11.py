@@ -156,3 +156,29 @@ def test_the_docs_bus_bandwidth_report_names_a_switch_as_the_runs_tables_do(r11)
     line = report.bus_bandwidth_report(str(scenario), 1048576)
     assert re.fullmatch(r"4 NPUs, 1,048,576 B all-reduce in [\d,]+ ns: bus bandwidth [\d.]+ GB/s; "
                         r"busiest link (\d->sw|sw->\d) busy \d+% of the time", line), line
+
+
+# -- a script's figures under the names the file holds -------------------------------------------
+
+def test_a_reports_as_dict_is_what_json_out_writes_for_its_npu(r11):
+    """docs/cosimulation.md: each report's ``as_dict()`` is "what ``--json-out`` writes for it";
+    docs/reports.md: times are under ``_ns`` names (``finished_ns``), the reference's beside
+    them for one more release. ``as_dict()`` held the reference's names alone, so a script
+    reading ``as_dict()["finished_ns"]`` met a KeyError. Now it is the file's NPU entry but
+    the breakdown (made from a record of the run). A 4 KiB ring all-reduce on 4 NPUs:
+    6 steps of a hop of 1 KiB and E, and E before the first, 3 of them reducing 1 KiB
+    (``reduce_ns``)."""
+    import json
+
+    from simpy_astra.simulation import Simulation
+    from tests.test_extensions_round4 import reduce_ns
+
+    path = _write(r11, "ar.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "congestion_unaware")
+    reports = {r.npu_id: r.as_dict() for r in Simulation.from_scenario(str(path)).run()}
+    _cli(r11, "run", path.name, "--quiet", "--json-out", "figures.json")
+    written = json.loads((r11 / "figures.json").read_text())["npus"]
+    assert {int(npu): {k: v for k, v in entry.items() if k != "breakdown_ns"}
+            for npu, entry in written.items()} == reports
+    finish = 6 * (d(1024) + E) + 3 * reduce_ns(1024) + E
+    assert {npu: (r["finished_ns"], r["comm_time_ns"]) for npu, r in reports.items()} == dict.fromkeys(
+        range(4), (finish, finish))
