@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.researcher_folder import researcher_folder
-from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d
+from tests.test_extensions_round4 import E, d
 from tests.test_extensions_round6 import _cli, _write
-from tests.test_extensions_round7 import _bench, _net, _system
+from tests.test_extensions_round7 import _bench, _net
 from tests.test_extensions_round9 import _one_line
 
 HERE = Path(__file__).resolve().parent
@@ -27,31 +27,12 @@ R11 = HERE / "data" / "round11" / "r11.py"
 
 @pytest.fixture
 def r11(tmp_path: Path, monkeypatch) -> Path:
-    """A folder of the researcher's own holding r11.py and the docs' star_net.py, the working
-    directory; the registries are left as they were found."""
-    modules = {"r11": R11.read_text(), "star_net": (HERE.parent / "examples" / "star_net.py").read_text()}
+    """A folder of the researcher's own holding r11.py and the docs' star_net.py and
+    slow_switch.py, the working directory; the registries are left as they were found."""
+    modules = {"r11": R11.read_text(), **{name: (HERE.parent / "examples" / f"{name}.py").read_text()
+                                         for name in ("star_net", "slow_switch")}}
     with researcher_folder(tmp_path, monkeypatch, modules) as folder:
         yield folder
-
-
-# -- a collective of one's own on two dimensions ------------------------------------------------
-
-def test_ones_own_ring_all_gather_runs_the_last_dimension_first_growing_its_pieces(r11):
-    """collectives/README.md: an all-gather's phases run from the last dimension to the first,
-    each starting with the size the one before leaves (``final_size``: n S). On [4, 2] (1 and
-    1/2 byte/ns, latencies L and 700 ns) an all-gather of S = 64 KiB by r11's ring (n-1 steps of
-    a hop and E) is one step on the 2-ring over S, then three on the 4-ring over 2 S."""
-    from simpy_astra.simulation import Simulation
-
-    size = 65536
-    network = (f"{{topology: [Ring, Ring], npus_count: [4, 2], bandwidth: [{ONE_BYTE_PER_NS!r}, "
-               f"{ONE_BYTE_PER_NS / 2!r}], latency: [{L}, 700]}}")
-    system = _system(all_gather='"r11:RING_GATHER", "r11:RING_GATHER"', all_reduce="ring, ring",
-                     reduce_scatter="ring, ring", all_to_all="direct, direct")
-    path = _write(r11, "ag.yaml", _bench("all_gather", size, 8), network, "congestion_unaware", system)
-    finished = {r.npu_id: r.finished_ns for r in Simulation.from_scenario(str(path)).run()}
-    expected = d(size, ONE_BYTE_PER_NS / 2, 700) + E + 3 * (d(2 * size) + E)
-    assert finished == dict.fromkeys(range(8), expected)
 
 
 # -- a switch model where there is no switch ----------------------------------------------------
@@ -61,7 +42,7 @@ def test_a_switch_model_on_a_network_without_a_switch_is_told_it_changes_nothing
     [Ring] there is none: the docs' SlowSwitch (30 ns a hop through it) changed nothing, and the
     run said nothing of it. It still ends at one hop, d(S), and now says so in one warning; on a
     [Switch] the message crosses two links and the switch's 30 ns, 2 d(S) + 30, without a word."""
-    from r11 import SlowSwitch
+    from slow_switch import SlowSwitch
 
     from simpy_astra.simulation import Simulation
 
@@ -72,7 +53,7 @@ def test_a_switch_model_on_a_network_without_a_switch_is_told_it_changes_nothing
         sim = Simulation.from_scenario(str(path), switch_model=SlowSwitch, switch_params={"delay_ns": 30})
         assert max(r.finished_ns for r in sim.run()) == expected
         lines = [w for w in sim.warnings if "switch-model" in w]
-        assert lines == ([f"{path}: network: field 'switch-model' (r11:SlowSwitch) changes nothing: the "
+        assert lines == ([f"{path}: network: field 'switch-model' (slow_switch:SlowSwitch) changes nothing: the "
                           f"topology [Ring] has no switch for it to serve (a Switch or Graph dimension has); "
                           f"leave it out, or give the network a switch"] if told else [])
     # the network YAML's own key, on the command line: the warning on stderr, the figure unchanged
