@@ -27,10 +27,10 @@ R11 = HERE / "data" / "round11" / "r11.py"
 
 @pytest.fixture
 def r11(tmp_path: Path, monkeypatch) -> Path:
-    """A folder of the researcher's own holding r11.py and the docs' star_net.py and
-    slow_switch.py, the working directory; the registries are left as they were found."""
+    """A folder of the researcher's own holding r11.py and the docs' star_net.py, slow_switch.py
+    and paced_link.py, the working directory; the registries are left as they were found."""
     modules = {"r11": R11.read_text(), **{name: (HERE.parent / "examples" / f"{name}.py").read_text()
-                                         for name in ("star_net", "slow_switch")}}
+                                         for name in ("star_net", "slow_switch", "paced_link")}}
     with researcher_folder(tmp_path, monkeypatch, modules) as folder:
         yield folder
 
@@ -163,3 +163,33 @@ def test_a_reports_as_dict_is_what_json_out_writes_for_its_npu(r11):
     finish = 6 * (d(1024) + E) + 3 * reduce_ns(1024) + E
     assert {npu: (r["finished_ns"], r["comm_time_ns"]) for npu, r in reports.items()} == dict.fromkeys(
         range(4), (finish, finish))
+
+
+# -- a link model handed in from Python beside a backend that has no such links ---------------------
+
+def test_a_link_model_from_python_beside_another_backend_names_the_argument_given(r11):
+    """simpy_astra/network/README.md: ``Simulation.from_scenario(path, link_model=PacedLink,
+    link_params={"gap_ns": 50})`` hands the class in from Python; element models are the
+    congestion-aware backend's. Beside the analytical or packet backend the refusal named the
+    scenario's network and a YAML field, ``cosim.yaml: network: field 'link-model' is read by
+    the congestion_aware backend only``, which the scenario does not have; now it names the
+    argument the script gave. On the congestion-aware backend the docs' ring runs, each of the
+    6 messages of its all-reduce held 50 ns before it starts: 32,362 + 6 x 50 = 32,662 ns."""
+    from paced_link import PacedLink
+    from slow_switch import SlowSwitch
+
+    from simpy_astra.errors import InputError
+    from simpy_astra.simulation import Simulation
+
+    scenario = r11 / "cosim.yaml"
+    scenario.write_text((HERE.parent / "examples" / "cosim_ring.yaml").read_text())
+    for backend, given, models in (("congestion_unaware", "link_model=", {"link_model": PacedLink,
+                                                                          "link_params": {"gap_ns": 50}}),
+                                   ("packet", "switch_model=", {"switch_model": SlowSwitch})):
+        with pytest.raises(InputError) as refused:
+            Simulation.from_scenario(str(scenario), backend=backend, **models)
+        assert str(refused.value) == (f"{given}: element models replace the links and switches of the "
+                                      f"congestion_aware backend only, and this run's is {backend}; pass "
+                                      f"backend='congestion_aware'")
+    sim = Simulation.from_scenario(str(scenario), link_model=PacedLink, link_params={"gap_ns": 50})
+    assert max(r.finished_ns for r in sim.run()) == 32_362 + 6 * 50

@@ -67,6 +67,9 @@ class BackendSpec:
     #: it reads the network YAML's ``packet-size`` and ``switch-buffer`` (True), or not
     #: (False: given, they are said to change nothing); None: not known (a plug-in's)
     reads_packet_settings: bool | None = None
+    #: it builds its links and switches from ``link-model``/``switch-model`` (True) or refuses
+    #: them (False); None: not known (a plug-in's, whose network may build them: docs/backends.md)
+    reads_element_models: bool | None = None
 
     def __call__(self, env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
                  **fold_hooks: Any) -> Network:
@@ -166,12 +169,13 @@ def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
 BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
     BackendSpec("congestion_unaware", "analytical: closed-form delays, as ASTRA-sim's analytical backend",
                 _congestion_unaware, "pairs", _folded_pairs, bound_check=True, times_nccl=True,
-                reads_packet_settings=False),
+                reads_packet_settings=False, reads_element_models=False),
     BackendSpec("congestion_aware", "links queue messages, store-and-forward switches",
-                _congestion_aware, "links", _folded_links, models_contention=True, reads_packet_settings=False),
+                _congestion_aware, "links", _folded_links, models_contention=True, reads_packet_settings=False,
+                reads_element_models=True),
     # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
     BackendSpec("packet", "packets pipelined across hops, ports shared round robin, buffers and credits",
-                _packet, "links", _folded_packets, reads_packet_settings=True),
+                _packet, "links", _folded_packets, reads_packet_settings=True, reads_element_models=False),
 )}
 
 def register(spec: BackendSpec) -> BackendSpec:
