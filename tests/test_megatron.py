@@ -18,7 +18,7 @@ from simpy_astra.config.cluster import load_cluster
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, Gpu, gemm_seconds, streaming_seconds
-from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.workloads.megatron.steps import Collective, Compute
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
