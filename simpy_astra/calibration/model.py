@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
-from simpy_astra.config.readers import dump_yaml
 from simpy_astra.config.scenario import load_scenario
+from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.simulation import Simulation
