@@ -46,7 +46,7 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
         TE spec: ``linear_qkv`` and ``linear_fc1`` are ``TELayerNormColumnParallelLinear``,
         ``linear_proj`` and ``linear_fc2`` ``TERowParallelLinear``), beyond their launches."""
         if self.job.transformer_engine:
-            b.host(4 * TE_MODULE_HOST_US[backward] * 1e-6)
+            b.host(4 * TE_MODULE_HOST_US.of(backward) * 1e-6)
 
     def layer_forward(self, b: _Builder, layer: LayerKind) -> None:
         job, h, n, moe = self.job, self.job.hidden, self.norm_tokens, layer.moe
