@@ -232,6 +232,33 @@ def _job(scenario: dict[str, Any]) -> Any:
         return None
 
 
+def _plays_messages(scenario: dict[str, Any], job: Any) -> bool:
+    """Whether the run of ``scenario`` plays a message one by one (True where that cannot be
+    read: its latencies are kept): its job's (Megatron's ``job``, else its generator's layout,
+    as the scenario loader reads it), or a custom collective of its own system."""
+    from simpy_astra.config import load_system_json, system_from_mapping
+    from simpy_astra.config.cluster_system import plays_custom_collectives
+    from simpy_astra.workloads.generated import GENERATORS, prepare
+
+    workload, system = scenario.get("workload"), scenario.get("system")
+    name = workload.get("generate") if isinstance(workload, dict) else None
+    try:
+        if job is not None:
+            plays = job.plays_messages
+        elif megatron_args_of(scenario) is not None or not isinstance(name, str) or name not in GENERATORS:
+            return True  # (a generator of the user's is not imported here)
+        else:
+            plays = prepare(workload).layout().plays_messages
+        if plays or system is None:
+            return plays
+        scale = scenario.get("injection_scale", 1.0)
+        config = (system_from_mapping(system, "system", scale if isinstance(scale, int | float) else 1.0)
+                  if isinstance(system, dict) else load_system_json(system) if isinstance(system, str) else None)
+    except InputError:  # the point fails on its own, saying why
+        return True
+    return config is None or plays_custom_collectives(config)
+
+
 @dataclasses.dataclass(frozen=True)
 class ClusterRead:
     """What a run reads of a scenario's ``cluster:``."""
@@ -257,7 +284,7 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
     if not isinstance(cluster, dict):
         return None
     context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
-               megatron_args_of(scenario) is not None, job is None or job.plays_messages)
+               megatron_args_of(scenario) is not None, _plays_messages(scenario, job))
     text = json.dumps([cluster, context], sort_keys=True, default=str)
     if text not in reads:
         reads[text] = _read_cluster(cluster, context)
@@ -288,7 +315,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
     shares = unused_share_keys(loaded, loaded.node)
     why.update({key: f"where {said}" for key, said in shares.items()})
-    if not (user_network or user_system):  # a system's own algorithms play messages
+    if not user_network:  # (a network's own: its latencies are refused above)
         why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages),
                                  "where the job sends no message the network plays"))
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
