@@ -304,7 +304,7 @@ def _main(argv: list[str]) -> int:
         refused, failing = _checked(points, args.sweep, spec)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
-              + (f", {count} invalid (their parallel layout is refused; they will not run)" if count else ""))
+              + (f", {count} invalid (each breaks a rule named below; they will not run)" if count else ""))
         for p in points:
             mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
             print(_point_line(p.key, point_words(spec.axes, p.coordinates), mark))
