@@ -4,8 +4,11 @@ failed before its fix: a wrong success, a traceback, or a message naming no fix.
 
 from __future__ import annotations
 
+import pytest
+
 from simpy_astra.cli.main import main
-from tests.scenario_files import megatron_sweep
+from simpy_astra.config.cluster import load_cluster
+from tests.scenario_files import megatron_sweep, write_yaml
 
 
 def test_sweep_list_marks_fp8_on_a_gpu_without_fp8_units_invalid(tmp_path, capsys):
@@ -22,3 +25,30 @@ def test_sweep_list_marks_fp8_on_a_gpu_without_fp8_units_invalid(tmp_path, capsy
     sweep = megatron_sweep(tmp_path, {"workload.args.--fp8-format": [None, "hybrid"]})
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("2 points\n")
+
+
+def _headline_ns(capsys, path: str) -> int:
+    """The iteration time ``run --quiet`` prints for a scenario of ASTRA-sim's kind (in ns)."""
+    assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+    return int(capsys.readouterr().out.split()[2].replace(",", ""))
+
+
+@pytest.mark.parametrize(("gpus", "kind"), [(16, "all_gather"), (16, "reduce_scatter"), (2, "all_reduce")])
+def test_a_microbenchmark_at_one_gpu_a_node_runs_on_its_nics(tmp_path, capsys, gpus, kind):
+    # before: "cluster: field 'npus_count[0]' must be an integer > 1 (got 1)", a field no
+    # scenario has: the cluster wrote a node's one GPU as a dimension of one NPU (a Megatron
+    # job, whose blocks leave it out, ran); now NCCL's time for the group, on its NICs
+    cluster = {"preset": "dgx-h100", "gpus": gpus, "gpus_per_node": 1}
+    path = write_yaml(tmp_path, {"workload": {"generate": "microbench", "collective": kind, "size": 1 << 20},
+                                 "cluster": cluster})
+    nccl = load_cluster(cluster, "cluster").nccl_all_reduce()
+    assert _headline_ns(capsys, path) == nccl.duration_ns(tuple(range(gpus)), 1 << 20, kind)
+
+
+def test_a_partial_folding_counts_one_kind_of_rank_in_the_singular(tmp_path, capsys):
+    # before: "symmetry folding partial (1 kinds of rank)"
+    path = write_yaml(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20},
+                                 "cluster": {"preset": "dgx-h100", "gpus": 24}, "fold_symmetry": True})
+    assert main(["run", path, "--quiet"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "symmetry folding partial (1 kind of rank): " in err
