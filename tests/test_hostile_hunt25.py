@@ -52,3 +52,28 @@ def test_a_partial_folding_counts_one_kind_of_rank_in_the_singular(tmp_path, cap
     assert main(["run", path, "--quiet"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "symmetry folding partial (1 kind of rank): " in err
+
+
+@pytest.mark.parametrize("key", ["nccl_tree_efficiency", "nccl_nvls_efficiency"])
+def test_forced_pat_reads_the_other_algorithms_shares(tmp_path, capsys, key):
+    # PAT has no fit of its own and runs at the mean of the machine's shares (its tree's and
+    # NVLS's too): before, beside nccl_algo: pat each was said to change nothing though the step
+    # moved (131,546 -> 146,900 ns at a tree share of 0.5), and a sweep over it ran one point
+    cluster = {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1, "nccl_algo": "pat"}
+    workload = {"generate": "microbench", "collective": "all_gather", "size": 1 << 20}
+    members = tuple(range(16))
+    steps = []
+    for share in (None, 0.5):
+        given = {**cluster, **({key: share} if share else {})}
+        path = write_yaml(tmp_path, {"workload": workload, "cluster": given}, f"{share}.yaml")
+        assert main(["run", path, "--quiet"]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == ""
+        steps.append(int(captured.out.split()[2].replace(",", "")))
+        assert steps[-1] == load_cluster(given, "cluster").nccl_all_reduce().duration_ns(members, 1 << 20,
+                                                                                          "all_gather")
+    assert steps[0] != steps[1]
+    sweep = write_yaml(tmp_path, {"base": {"workload": workload, "cluster": cluster},
+                                  "axes": {f"cluster.{key}": [1.0, 0.5]}, "minimise": "finish_ns"}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("2 points\n")

@@ -68,7 +68,8 @@ def _unused_shares(cluster: Cluster, written: Iterable[str]) -> dict[str, tuple[
     nodes have no NVLS (``nvls: false``, or the preset's) or one GPU each (NCCL runs NVLS only
     where a node holds several of a group's GPUs: ``nccl_tuning.available``), and
     ``nccl_latency_scale`` fitted on such an algorithm (``nccl_latency_scale_algo``, written or
-    the preset's)."""
+    the preset's). Forced PAT reads every share: having no fit of its own, it runs at the mean of
+    the machine's (``Links.scaled``)."""
     forced, keys = cluster.nccl_algo, set(written)
     scaled = cluster.node.get("nccl_latency_scale_algo")
     out = {}
@@ -79,7 +80,7 @@ def _unused_shares(cluster: Cluster, written: Iterable[str]) -> dict[str, tuple[
                else None)
         if why is None:
             continue
-        if f"nccl_{algo}_efficiency" in keys:
+        if f"nccl_{algo}_efficiency" in keys and forced != "pat":
             out[f"nccl_{algo}_efficiency"] = (algo, why)
         if "nccl_latency_scale" in keys and scaled == algo:
             out["nccl_latency_scale"] = (algo, why)
