@@ -77,3 +77,25 @@ def test_forced_pat_reads_the_other_algorithms_shares(tmp_path, capsys, key):
                                   "axes": {f"cluster.{key}": [1.0, 0.5]}, "minimise": "finish_ns"}, "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("2 points\n")
+
+
+def test_a_forced_nccl_algorithm_the_job_cannot_run_is_an_invalid_point_not_a_failure(tmp_path, capsys):
+    # before: NCCL_ALGO=PAT on a job issuing an all-reduce (NCCL stops there) was recorded as a
+    # failure of the simulator ("error", "N failed"), not as a point of the design space the
+    # real job cannot run, as Megatron's refusals are
+    import csv
+
+    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                        "size": 1 << 20},
+                                           "cluster": {"preset": "dgx-h100", "gpus": 16}},
+                                  "axes": {"cluster.nccl_algo": ["ring", "pat"]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "2 of 2 points, 0 failed, 1 invalid" in err
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {row["cluster.nccl_algo"]: row for row in csv.DictReader(f)}
+    assert rows["ring"]["status"] == "ok" and rows["pat"]["status"] == "invalid"
+    assert rows["pat"]["error"].startswith("NCCL has no forced algorithm here: ")
+    assert rows["pat"]["error"].endswith("NCCL_ALGO=PAT stops NCCL there (2.24 on); leave nccl_algo out for "
+                                         "NCCL's choice, or force ring or tree")
