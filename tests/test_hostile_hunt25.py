@@ -4,6 +4,9 @@ failed before its fix: a wrong success, a traceback, or a message naming no fix.
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from simpy_astra.cli.main import main
@@ -99,3 +102,28 @@ def test_a_forced_nccl_algorithm_the_job_cannot_run_is_an_invalid_point_not_a_fa
     assert rows["pat"]["error"].startswith("NCCL has no forced algorithm here: ")
     assert rows["pat"]["error"].endswith("NCCL_ALGO=PAT stops NCCL there (2.24 on); leave nccl_algo out for "
                                          "NCCL's choice, or force ring or tree")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="finds results.csv's descriptor in /proc")
+def test_a_stop_as_a_row_is_saved_counts_that_row(tmp_path, capsys, monkeypatch):
+    # before: a Ctrl-C or SIGTERM arriving as a row had been written (results.csv's fsync), but
+    # before the store counted it, said "0 of 2 points saved" while the file held one row (and
+    # a resume took it: "1 already in results.csv"); now the stop waits for the count
+    real_fsync = os.fsync
+
+    def fsync_then_stop(fd: int) -> None:
+        real_fsync(fd)
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("results.csv"):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(os, "fsync", fsync_then_stop)
+    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                        "size": 1 << 20},
+                                           "cluster": {"preset": "dgx-h100", "gpus": 16}},
+                                  "axes": {"cluster.nccl_algo": ["ring", "tree"]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 130
+    err = " ".join(capsys.readouterr().err.split())
+    with open(tmp_path / "out" / "results.csv") as f:
+        saved = len(f.read().splitlines()) - 1
+    assert saved == 1 and f"interrupted: {saved} of 2 points saved in " in err
