@@ -127,3 +127,18 @@ def test_a_stop_as_a_row_is_saved_counts_that_row(tmp_path, capsys, monkeypatch)
     with open(tmp_path / "out" / "results.csv") as f:
         saved = len(f.read().splitlines()) - 1
     assert saved == 1 and f"interrupted: {saved} of 2 points saved in " in err
+
+
+def test_a_sweep_of_points_nccl_refuses_does_not_blame_megatron(tmp_path, capsys):
+    # before: "every point is invalid (2 of 2): Megatron refuses each layout, e.g. by its rule
+    # 'NCCL has no forced algorithm here'" of a microbenchmark, which has no Megatron layout
+    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                        "size": 1 << 20},
+                                           "cluster": {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}},
+                                  "axes": {"cluster.nccl_algo": ["pat", "nvls"]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 4
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (f"error: {sweep}: every point is invalid (2 of 2): each breaks a rule of the real framework "
+                   f"(Megatron-LM's, NCCL's), e.g. 'NCCL has no forced algorithm here'; change the axes "
+                   f"(results.csv has each reason)")

@@ -493,10 +493,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
-        # the summary above named each point's rule; Megatron's whole reason is in results.csv
+        # the summary above named each point's rule; its whole reason is in results.csv
         rule = done[0].figures["error"].split(": ", 1)[0]
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron refuses each "
-              f"layout, e.g. by its rule '{printable(rule)}'; change the axes (results.csv has each reason)",
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each breaks a rule of the "
+              f"real framework (Megatron-LM's, NCCL's), e.g. '{printable(rule)}'; change the axes (results.csv has each reason)",
               file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
