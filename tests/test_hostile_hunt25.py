@@ -142,3 +142,31 @@ def test_a_sweep_of_points_nccl_refuses_does_not_blame_megatron(tmp_path, capsys
     assert err == (f"error: {sweep}: every point is invalid (2 of 2): each breaks a rule of the real framework "
                    f"(Megatron-LM's, NCCL's), e.g. 'NCCL has no forced algorithm here'; change the axes "
                    f"(results.csv has each reason)")
+
+
+@pytest.mark.parametrize(("preset", "gpu", "kept"), [
+    ("dgx-a100-40gb", {"name": "A100-SXM4-80GB"}, "hbm_gb_s, hbm_gib are"),
+    ("dgx-a100-40gb", {"name": "A100-SXM4-80GB", "hbm_gib": 80}, "hbm_gb_s is"),
+    ("dgx-a100-80gb", {"name": "A100-SXM4-40GB", "hbm_gbps": 1555}, "hbm_gib is"),
+])
+def test_another_presets_gpu_of_one_generation_by_name_is_told_to_take_its_preset(tmp_path, capsys, preset, gpu,
+                                                                                 kept):
+    # before: the 80 GB A100's name over dgx-a100-40gb ran "about 0.3 GiB of 40 GiB" at the 40 GB
+    # part's 1,555 GB/s under the 80 GB part's name (only another generation's name was refused)
+    from simpy_astra.config.cluster_presets import PRESET_DIR
+    from tests.scenario_files import error_lines, megatron_scenario
+
+    path = megatron_scenario(tmp_path, preset=preset, gpu=gpu)
+    other = "dgx-a100-80gb" if preset == "dgx-a100-40gb" else "dgx-a100-40gb"
+    old = {"dgx-a100-40gb": "A100-SXM4-40GB", "dgx-a100-80gb": "A100-SXM4-80GB"}[preset]
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: cluster.gpu.name: {gpu['name']} is preset {other}'s GPU, and {kept} still "
+        f"{PRESET_DIR}/{preset}.yaml's {old}'s: the run would price this GPU with that one's; use preset: {other}, "
+        f"or give {'them' if ' are' in kept else 'it'} beside its name"]
+    # with every figure that differs given, it runs: the other preset's GPU, to the nanosecond
+    figures = {"hbm_gbps": 2039, "hbm_gib": 80} if other == "dgx-a100-80gb" else {"hbm_gbps": 1555, "hbm_gib": 40}
+    given = megatron_scenario(tmp_path, name="given.yaml", preset=preset, gpu={"name": gpu["name"], **figures})
+    theirs = megatron_scenario(tmp_path, name="theirs.yaml", preset=other)
+    assert main(["run", given, "--quiet"]) == 0 and main(["run", theirs, "--quiet"]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first == second
