@@ -25,7 +25,7 @@ from simpy_astra.cli.output_checks import _not_stdout
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
-from simpy_astra.infra.stopping import Terminated
+from simpy_astra.infra.stopping import Terminated, raise_stop
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
@@ -44,7 +44,7 @@ def _stop_once(signum: int, frame) -> None:
     a second Ctrl-C cannot cut the cleanup short with a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    raise_stop(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())  # after a row being saved
 
 
 class _ReaderMayLeave:

@@ -184,17 +184,29 @@ def engine(env: Any) -> Iterator[None]:
             _cancel_timer()
 
 
+_holding: list[bool] = []  # signals_held() entered and not yet left
+_held_stop: list[BaseException] = []  # the stop a handler raised meanwhile
+
+
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM held back, and delivered as this ends, around a few lines that must not
-    be cut between: a sweep's row written to its file and counted as saved (a stop between the
-    two said one point fewer was saved than the file held). Nothing is held off the main thread
-    or where the platform cannot hold signals."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    """A stop a signal handler raises (:func:`raise_stop`) held back, and raised as this ends,
+    around a few lines that must not be cut between: a sweep's row written to its file and
+    counted as saved (a stop between the two said one point fewer was saved than the file
+    held). Held in Python, not by the signal mask: the interpreter runs handlers in the main
+    thread whichever thread the signal reached."""
+    _holding.append(True)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        _holding.pop()
+        if not _holding and _held_stop:
+            raise _held_stop.pop()
+
+
+def raise_stop(stop: BaseException) -> None:
+    """Raise ``stop`` from a signal handler, or hold it until :func:`signals_held` ends."""
+    if _holding:
+        _held_stop[:] = [stop]
+        return
+    raise stop
