@@ -170,3 +170,46 @@ def test_another_presets_gpu_of_one_generation_by_name_is_told_to_take_its_prese
     assert main(["run", given, "--quiet"]) == 0 and main(["run", theirs, "--quiet"]) == 0
     first, second = capsys.readouterr().out.splitlines()
     assert first == second
+
+
+def test_an_nvls_share_pat_reads_under_nccls_choice_is_not_said_to_change_nothing(tmp_path, capsys):
+    # at one GPU a node NVLS never runs, but NCCL may choose PAT for an all-gather (64 KiB here),
+    # which runs at the mean of the machine's shares, NVLS's too: before, nccl_nvls_efficiency:
+    # 0.3 was said to change nothing while the step went from 76,166 to 78,029 ns. An all-reduce
+    # (no PAT) is still told
+    cluster = {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}
+    for kind, said in (("all_gather", False), ("all_reduce", True)):
+        workload = {"generate": "microbench", "collective": kind, "size": 65536}
+        runs = []
+        for share in ({}, {"nccl_nvls_efficiency": 0.3}):
+            path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, **share}}, f"{kind}{len(share)}.yaml")
+            assert main(["run", path, "--quiet"]) == 0
+            captured = capsys.readouterr()
+            runs.append((captured.out, " ".join(captured.err.split())))
+        assert runs[0][1] == ""
+        assert (runs[1][1] == f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only "
+                              f"when NCCL's all-reduce runs nvls, and each node holds one GPU (gpus_per_node 1)") is said
+        assert (runs[0][0] == runs[1][0]) is said
+
+
+@pytest.mark.parametrize("extra", ["", " --sequence-parallel", " --use-distributed-optimizer",
+                                   " --context-parallel-size 2 --cp-comm-type a2a",
+                                   " --context-parallel-size 2 --cp-comm-type p2p",
+                                   " --num-experts 4 --expert-model-parallel-size 2 --moe-token-dispatcher-type "
+                                   "allgather --disable-bias-linear --sequence-parallel",
+                                   " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 "
+                                   "--distribute-saved-activations"])
+def test_a_megatron_job_declares_whether_it_gathers(tmp_path, extra):
+    # what the loader asks (WorkloadLayout.gathers) before any trace is built, checked against
+    # the stage graphs themselves
+    from simpy_astra.config.scenario_workload import prepare_workload
+    from simpy_astra.workloads.transformer.graph import COLL
+    from tests.scenario_files import SMALL_GPT_ARGS
+
+    all_gather, reduce_scatter = 2, 7  # Chakra's
+    args = SMALL_GPT_ARGS.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 1") + extra
+    prepared = prepare_workload(str(tmp_path / "s.yaml"), {"generate": "megatron", "args": args},
+                                load_cluster({"preset": "dgx-h100", "gpus": 16}, "cluster"))
+    gathered = any(op.kind == COLL and op.comm_type in (all_gather, reduce_scatter)
+                   for graph in prepared.job.graphs for op in graph.ops)
+    assert prepared.layout().gathers is gathered

@@ -205,7 +205,8 @@ def layout(run: MegatronRun) -> WorkloadLayout:
     traces' metadata records them."""
     return WorkloadLayout(ranks=run.job.gpus, blocks=Layout.blocks(run.job),
                           dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()},
-                          warnings=run.job.warnings, plays_messages=run.job.plays_messages)
+                          warnings=run.job.warnings, plays_messages=run.job.plays_messages,
+                          gathers=run.job.gathers)
 
 
 def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:
