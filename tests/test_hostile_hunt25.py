@@ -30,6 +30,14 @@ def test_sweep_list_marks_fp8_on_a_gpu_without_fp8_units_invalid(tmp_path, capsy
     assert capsys.readouterr().out.startswith("2 points\n")
 
 
+def _microbench_sweep(folder, axes: dict, collective: str = "all_reduce", **cluster) -> str:
+    """``sweep.yaml`` over ``axes`` of a 1 MiB microbenchmark on 16 H100s (and ``cluster``)."""
+    return write_yaml(folder, {"base": {"workload": {"generate": "microbench", "collective": collective,
+                                                     "size": 1 << 20},
+                                        "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}},
+                               "axes": axes, "minimise": "finish_ns"}, "sweep.yaml")
+
+
 def _headline_ns(capsys, path: str) -> int:
     """The iteration time ``run --quiet`` prints for a scenario of ASTRA-sim's kind (in ns)."""
     assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
@@ -76,8 +84,7 @@ def test_forced_pat_reads_the_other_algorithms_shares(tmp_path, capsys, key):
         assert steps[-1] == load_cluster(given, "cluster").nccl_all_reduce().duration_ns(members, 1 << 20,
                                                                                           "all_gather")
     assert steps[0] != steps[1]
-    sweep = write_yaml(tmp_path, {"base": {"workload": workload, "cluster": cluster},
-                                  "axes": {f"cluster.{key}": [1.0, 0.5]}, "minimise": "finish_ns"}, "sweep.yaml")
+    sweep = _microbench_sweep(tmp_path, {f"cluster.{key}": [1.0, 0.5]}, "all_gather", **cluster)
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("2 points\n")
 
@@ -88,11 +95,7 @@ def test_a_forced_nccl_algorithm_the_job_cannot_run_is_an_invalid_point_not_a_fa
     # real job cannot run, as Megatron's refusals are
     import csv
 
-    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
-                                                        "size": 1 << 20},
-                                           "cluster": {"preset": "dgx-h100", "gpus": 16}},
-                                  "axes": {"cluster.nccl_algo": ["ring", "pat"]}, "minimise": "finish_ns"},
-                       "sweep.yaml")
+    sweep = _microbench_sweep(tmp_path, {"cluster.nccl_algo": ["ring", "pat"]})
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "2 of 2 points, 0 failed, 1 invalid" in err
@@ -117,11 +120,7 @@ def test_a_stop_as_a_row_is_saved_counts_that_row(tmp_path, capsys, monkeypatch)
             os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(os, "fsync", fsync_then_stop)
-    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
-                                                        "size": 1 << 20},
-                                           "cluster": {"preset": "dgx-h100", "gpus": 16}},
-                                  "axes": {"cluster.nccl_algo": ["ring", "tree"]}, "minimise": "finish_ns"},
-                       "sweep.yaml")
+    sweep = _microbench_sweep(tmp_path, {"cluster.nccl_algo": ["ring", "tree"]})
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 130
     err = " ".join(capsys.readouterr().err.split())
     with open(tmp_path / "out" / "results.csv") as f:
@@ -132,11 +131,7 @@ def test_a_stop_as_a_row_is_saved_counts_that_row(tmp_path, capsys, monkeypatch)
 def test_a_sweep_of_points_nccl_refuses_does_not_blame_megatron(tmp_path, capsys):
     # before: "every point is invalid (2 of 2): Megatron refuses each layout, e.g. by its rule
     # 'NCCL has no forced algorithm here'" of a microbenchmark, which has no Megatron layout
-    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
-                                                        "size": 1 << 20},
-                                           "cluster": {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}},
-                                  "axes": {"cluster.nccl_algo": ["pat", "nvls"]}, "minimise": "finish_ns"},
-                       "sweep.yaml")
+    sweep = _microbench_sweep(tmp_path, {"cluster.nccl_algo": ["pat", "nvls"]}, gpus_per_node=1)
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 4
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == (f"error: {sweep}: every point is invalid (2 of 2): each breaks a rule of the real framework "
