@@ -208,3 +208,13 @@ def test_a_megatron_job_declares_whether_it_gathers(tmp_path, extra):
     gathered = any(op.kind == COLL and op.comm_type in (all_gather, reduce_scatter)
                    for graph in prepared.job.graphs for op in graph.ops)
     assert prepared.layout().gathers is gathered
+
+
+@pytest.mark.parametrize("columns", ["0", "-5"])
+def test_a_columns_of_no_width_leaves_plain_text_80_wide(monkeypatch, columns):
+    # before: COLUMNS=0 (some containers export it) or a negative one squeezed every table, the
+    # timeline and the warnings of a log to 40 columns; shutil reads them as no width, and so now
+    from simpy_astra.report.widths import PLAIN_WIDTH, plain_width
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert plain_width() == PLAIN_WIDTH == 80
