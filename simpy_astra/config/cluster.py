@@ -53,7 +53,8 @@ from simpy_astra.config.cluster_fields import (
 from simpy_astra.config.cluster_presets import check_preset_blocks, preset_path
 from simpy_astra.config.gpu_names import gpu_generation, nvls_of
 from simpy_astra.config.gpu_overrides import check_gpu_generation, check_gpu_overrides
-from simpy_astra.config.readers import nearest_key, read_yaml_file
+from simpy_astra.config.unknown_keys import nearest_key
+from simpy_astra.config.yaml_reader import read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.errors import InputError, non_ascii
@@ -131,7 +132,9 @@ class Cluster:
         and rail bandwidth and latency, :mod:`simpy_astra.network.rails`, whichever dimensions
         the pair differs in); the second lets folding see that GPUs of one role are alike."""
         per_node = int(self.node["gpus"])
-        plain = ([per_node, self.nodes] if self.nodes > 1 else [per_node]), 1
+        # one GPU a node: no dimension inside one (a dimension of one NPU is no network's)
+        plain = ([per_node, self.nodes] if per_node > 1 else [self.nodes]) if self.nodes > 1 else [per_node], \
+            int(per_node > 1)
         if not blocks or math.prod(blocks) != self.gpus:
             return plain
         within: list[int] = []  # dimensions inside a node, then across nodes
