@@ -209,7 +209,7 @@ def test_a_transformer_layout_that_cannot_split_the_heads_is_invalid_not_failed(
                                      "constraints": ["dp * tp == 16"]}))
     assert main(["sweep", str(sweep), "--list"]) == 0
     out = capsys.readouterr().out
-    assert "2 points, 1 invalid (their parallel layout is refused; they will not run)" in out
+    assert "2 points, 1 invalid (each breaks a rule named below; they will not run)" in out
     assert "invalid: 1 point(s) break the rule 'heads divisible by tp'" in out and "will fail" not in out
     assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
     with open(tmp_path / "out" / "results.csv") as f:

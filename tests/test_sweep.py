@@ -371,7 +371,7 @@ def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
     lab = str(ROOT / "scenarios" / "sweeps" / "lab_gpt175b_system2.yaml")
     assert cli_main(["sweep", lab, "--list"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert listed[0] == "112 points, 4 invalid (their parallel layout is refused; they will not run)"
+    assert listed[0] == "112 points, 4 invalid (each breaks a rule named below; they will not run)"
     assert "dp=1 tp=1 sp=64 pp=1 recompute=0 accounting=physical" in listed[1]
 
 

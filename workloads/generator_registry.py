@@ -98,6 +98,9 @@ class WorkloadLayout:
     #: reduce-scatter or all-gather (a cluster's analytical backend times those by NCCL's
     #: model). True where not known
     plays_messages: bool = True
+    #: the job issues an all-gather or a reduce-scatter (NCCL runs PAT for them on a group of one
+    #: GPU a node, reading every fitted share); False: it issues neither. True where not known
+    gathers: bool = True
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
     # 2: send_recv's receive names its stream, p2p
     "microbench": _module("simpy_astra.workloads.microbench", "2",
                           prepare=_lazy("simpy_astra.workloads.microbench", "prepare"), writes_remote_memory=False,
+                          layout=_lazy("simpy_astra.workloads.microbench", "layout"),
                           params=_names("simpy_astra.workloads.microbench", "PARAMS")),
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),

@@ -29,6 +29,7 @@ from simpy_astra.workloads.chakra.schema import (
     INVALID_NODE,
     REDUCE_SCATTER,
 )
+from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.trace_output import (
     MAX_TRACE_NPUS,
     TraceFiles,
@@ -139,6 +140,16 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = "workload") -> tu
                          f"(simulate fewer GPUs)")
     params = {**params, "num_npus": cluster.gpus}
     return params, params
+
+
+def layout(params: dict[str, Any]) -> WorkloadLayout:
+    """Registry entry: whether the network plays its exchange message by message (a send, an
+    all-to-all), reading its routes' latencies (a cluster's analytical backend times the other
+    collectives by NCCL's model), and whether it gathers (an all-gather or reduce-scatter). A
+    kind not known does both (its error is told when generating)."""
+    collective = params.get("collective")
+    kind = COLLECTIVES.get(collective) if isinstance(collective, str) else None
+    return WorkloadLayout(plays_messages=kind in (None, ALL_TO_ALL), gathers=kind in (None, ALL_GATHER, REDUCE_SCATTER))
 
 
 #: the parameters a scenario's ``{generate: microbench, ...}`` takes

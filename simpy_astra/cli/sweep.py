@@ -25,7 +25,7 @@ from simpy_astra.cli.output_checks import _not_stdout
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
-from simpy_astra.infra.stopping import Terminated
+from simpy_astra.infra.stopping import Terminated, raise_stop
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
@@ -44,7 +44,7 @@ def _stop_once(signum: int, frame) -> None:
     a second Ctrl-C cannot cut the cleanup short with a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    raise_stop(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())  # after a row being saved
 
 
 class _ReaderMayLeave:
@@ -304,7 +304,7 @@ def _main(argv: list[str]) -> int:
         refused, failing = _checked(points, args.sweep, spec)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
-              + (f", {count} invalid (their parallel layout is refused; they will not run)" if count else ""))
+              + (f", {count} invalid (each breaks a rule named below; they will not run)" if count else ""))
         for p in points:
             mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
             print(_point_line(p.key, point_words(spec.axes, p.coordinates), mark))
@@ -493,10 +493,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
-        # the summary above named each point's rule; Megatron's whole reason is in results.csv
+        # the summary above named each point's rule; its whole reason is in results.csv
         rule = done[0].figures["error"].split(": ", 1)[0]
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron refuses each "
-              f"layout, e.g. by its rule '{printable(rule)}'; change the axes (results.csv has each reason)",
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each breaks a rule of the "
+              f"real framework (Megatron-LM's, NCCL's), e.g. '{printable(rule)}'; change the axes (results.csv has each reason)",
               file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):

@@ -131,7 +131,9 @@ class Cluster:
         and rail bandwidth and latency, :mod:`simpy_astra.network.rails`, whichever dimensions
         the pair differs in); the second lets folding see that GPUs of one role are alike."""
         per_node = int(self.node["gpus"])
-        plain = ([per_node, self.nodes] if self.nodes > 1 else [per_node]), 1
+        # one GPU a node: no dimension inside one (a dimension of one NPU is no network's)
+        plain = ([per_node, self.nodes] if per_node > 1 else [self.nodes]) if self.nodes > 1 else [per_node], \
+            int(per_node > 1)
         if not blocks or math.prod(blocks) != self.gpus:
             return plain
         within: list[int] = []  # dimensions inside a node, then across nodes

@@ -39,3 +39,11 @@ def refuse_unplayed_algorithms(system: SystemConfig, preset_system: dict[str, An
                                  f"backend times every {kind.replace('_', '-')} as NCCL's model does (its ring, tree "
                                  f"or NVLS; cluster.nccl_algo forces one), so it would change nothing; to run it, "
                                  f"play collectives as messages (backend: congestion_aware or packet), or remove {key}")
+
+
+def plays_custom_collectives(system: SystemConfig) -> bool:
+    """Whether ``system`` plays a collective NCCL's model would time as a custom collective of
+    its own (for its kind, or for a node), whose messages read the routes' latencies."""
+    from simpy_astra.engine.nccl_collectives import TIMED
+
+    return bool(system.per_node_custom) or any(kind in system.custom_implementations for kind in TIMED)

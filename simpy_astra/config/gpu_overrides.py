@@ -1,6 +1,7 @@
 """A scenario's ``cluster.gpu``: figures laid over the preset's GPU. What is no such thing is
-refused with the way to another GPU: a GPU's name given for the mapping, or a new name of
-another generation over the preset's figures, which would run the preset's GPU under it."""
+refused with the way to another GPU: a GPU's name given for the mapping, or a new name over
+the preset's figures (of another generation, or another preset's GPU whose figures differ),
+which would run the preset's GPU under it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,19 @@ def _presets_of(generation: str) -> list[str]:
         if gpu_generation(str(gpu.get("name", ""))) == generation:
             out.append(name)
     return out
+
+
+def _preset_of_gpu(name: str) -> tuple[str, dict[str, Any]] | None:
+    """The preset whose GPU is named ``name``, with its figures under the names with units; None
+    where no preset's is (read only when a scenario names a GPU)."""
+    from simpy_astra.config.cluster_fields import with_units
+
+    for preset in presets():
+        with open(os.path.join(PRESET_DIR, f"{preset}.yaml"), encoding="utf-8") as f:
+            gpu = (yaml.safe_load(f) or {}).get("gpu") or {}
+        if isinstance(gpu, dict) and gpu.get("name") == name:
+            return preset, with_units(gpu, preset)[0]
+    return None
 
 
 def _another_gpu(name: str) -> str:
@@ -53,6 +67,14 @@ def check_gpu_generation(overrides: dict[str, Any], preset_gpu: dict[str, Any], 
     # a figure left out stays the preset's GPU's: under another generation's name it would
     # price that GPU with this one's rate, memory or bandwidth, so all of them are asked for
     kept = sorted(set(preset_gpu) - set(overrides) - {"name"})
+    # (a GPU of another generation is told so below, whichever figures are kept)
+    other = _preset_of_gpu(name) if kept and name != old and gpu_generation(name) == gpu_generation(old) else None
+    differ = [key for key in kept if other is not None and other[1].get(key, preset_gpu[key]) != preset_gpu[key]]
+    if differ:  # another preset's GPU of one generation (the A100's 80 GB over the 40 GB one's memory)
+        raise InputError(f"{where}.gpu.name: {name} is preset {other[0]}'s GPU, and {', '.join(differ)} "
+                         f"{'is' if len(differ) == 1 else 'are'} still {path}'s {old}'s: the run would price "
+                         f"this GPU with that one's; use preset: {other[0]}, or give "
+                         f"{'it' if len(differ) == 1 else 'them'} beside its name")
     if kept and gpu_generation(name) and gpu_generation(old) and gpu_generation(name) != gpu_generation(old):
         what = "every figure is" if len(kept) == len(set(preset_gpu) - {"name"}) else f"{', '.join(kept)} are"
         raise InputError(f"{where}.gpu.name: {name} is a {gpu_generation(name)} GPU and {what} still "

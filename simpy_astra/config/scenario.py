@@ -58,7 +58,7 @@ from simpy_astra.config import (
     with_cost,
 )
 from simpy_astra.config.astra_inputs import check_backend, check_queues, run_inputs
-from simpy_astra.config.cluster_system import refuse_unplayed_algorithms
+from simpy_astra.config.cluster_system import plays_custom_collectives, refuse_unplayed_algorithms
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.plugin_modules import load_plugins
@@ -118,7 +118,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = with_cluster(path, doc)
-    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster, doc["cluster"])] \
+    gathers = prepared is None or prepared.layout().gathers
+    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster, doc["cluster"], gathers)] \
         if cluster is not None else []
     on_preset = cluster is not None and not user_network  # the preset's own machine
     if cluster is not None and user_network and cluster.nccl_algo in MODEL_ONLY:
@@ -152,8 +153,6 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         how = backend_flag if backend is not None else "field 'backend'"
         refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
                                     reads_gpu(prepared))
-    if on_preset and not user_system and prepared is not None:  # a system's own algorithms play messages
-        unknown += unplayed_latencies(cluster, doc["cluster"], chosen, prepared.layout().plays_messages)
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     # the preset's network is the cluster's (its bandwidths are cluster keys): errors name that
@@ -186,6 +185,9 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     assert system is not None
     if net.nccl is not None and user_system:  # NCCL's model times them: the system's algorithms never run
         refuse_unplayed_algorithms(system, cluster.system_mapping(prepared and prepared.layout().blocks), chosen)
+    if net.nccl is not None and prepared is not None:  # a custom collective of the system plays its messages
+        unknown += unplayed_latencies(cluster, doc["cluster"], chosen,
+                                      prepared.layout().plays_messages or plays_custom_collectives(system))
     workload, groups, info = read_workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
                                            groups, checking)
     if cluster is not None and prepared is not None and not system.roofline_enabled:

@@ -62,15 +62,18 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
         raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
 
 
-def _unused_shares(cluster: Cluster, written: Iterable[str]) -> dict[str, tuple[str, str]]:
+def _unused_shares(cluster: Cluster, written: Iterable[str], gathers: bool) -> dict[str, tuple[str, str]]:
     """Each key ``written`` of a fitted NCCL algorithm's term that this cluster never runs ->
     (the algorithm, why): its tree share beside ``nccl_algo: ring``, its NVLS share where the
     nodes have no NVLS (``nvls: false``, or the preset's) or one GPU each (NCCL runs NVLS only
     where a node holds several of a group's GPUs: ``nccl_tuning.available``), and
     ``nccl_latency_scale`` fitted on such an algorithm (``nccl_latency_scale_algo``, written or
-    the preset's)."""
+    the preset's). PAT reads every share: having no fit of its own, it runs at the mean of the
+    machine's (``Links.scaled``); it runs where forced, and NCCL may choose it for a job's
+    all-gather or reduce-scatter (``gathers``) on a group of one GPU a node (several nodes)."""
     forced, keys = cluster.nccl_algo, set(written)
     scaled = cluster.node.get("nccl_latency_scale_algo")
+    pat = forced == "pat" or forced not in FORCEABLE and gathers and cluster.nodes > 1
     out = {}
     for algo in ("tree", "nvls"):
         why = (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
@@ -79,25 +82,25 @@ def _unused_shares(cluster: Cluster, written: Iterable[str]) -> dict[str, tuple[
                else None)
         if why is None:
             continue
-        if f"nccl_{algo}_efficiency" in keys:
+        if f"nccl_{algo}_efficiency" in keys and not pat:
             out[f"nccl_{algo}_efficiency"] = (algo, why)
         if "nccl_latency_scale" in keys and scaled == algo:
             out["nccl_latency_scale"] = (algo, why)
     return out
 
 
-def unused_share_keys(cluster: Cluster, written: Iterable[str]) -> dict[str, str]:
+def unused_share_keys(cluster: Cluster, written: Iterable[str], gathers: bool = True) -> dict[str, str]:
     """Each key of :func:`_unused_shares` -> why: the step is the same without it (a sweep runs
     such points once)."""
-    return {key: why for key, (_, why) in _unused_shares(cluster, written).items()}
+    return {key: why for key, (_, why) in _unused_shares(cluster, written, gathers).items()}
 
 
-def unused_algorithm_shares(cluster: Cluster, written: Iterable[str]) -> list[str]:
+def unused_algorithm_shares(cluster: Cluster, written: Iterable[str], gathers: bool = True) -> list[str]:
     """A line for each of :func:`unused_share_keys`. Said, not refused: a calibrated cluster
     keeps every share, and a sweep over ``nccl_algo`` (what if NCCL ran the ring here) gives them
     to every point."""
     return [f"{cluster.where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs {algo}, "
-            f"and {why}" for key, (algo, why) in _unused_shares(cluster, written).items()]
+            f"and {why}" for key, (algo, why) in _unused_shares(cluster, written, gathers).items()]
 
 
 def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:

@@ -20,7 +20,7 @@ from functools import partial
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
 from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.network.rails import Rails
 
 
@@ -82,9 +82,12 @@ class NcclAllReduce:
         if self.forced is None:
             return choose(self.links, shape, size_bytes, kind)
         if not available(self.links, shape, self.forced, kind):
-            raise InputError(f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape)}, and "
-                             f"NCCL_ALGO={self.forced.upper()} stops NCCL there (2.24 on); leave nccl_algo out "
-                             f"for NCCL's choice{_instead(self.forced, kind)}")
+            # the real job stops at this collective: a result of the design space (a sweep's
+            # row is invalid, naming NCCL's rule), not a failure of the simulator
+            raise InvalidConfigurationError(
+                f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape)}, and "
+                f"NCCL_ALGO={self.forced.upper()} stops NCCL there (2.24 on); leave nccl_algo out for NCCL's "
+                f"choice{_instead(self.forced, kind)}", "NCCL has no forced algorithm here")
         return self.forced
 
     def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE) -> int:

@@ -98,10 +98,12 @@ class FoldOutcome:
         if self.folding is None:
             return f"symmetry folding off: {reason}; simulating {simulated:,} of {total_npus:,} NPUs"
         if self.kinds is not None and simulated > self.kinds:
-            return (f"symmetry folding partial ({self.kinds:,} kinds of rank): {reason}; simulating "
+            kinds = f"{self.kinds:,} kind{'s' if self.kinds != 1 else ''} of rank"
+            return (f"symmetry folding partial ({kinds}): {reason}; simulating "
                     f"{simulated:,} of {total_npus:,} NPUs")
         if self.programs is not None and simulated > self.programs:
-            return (f"symmetry folding partial ({self.programs:,} programs): shifts of the network's "
+            programs = f"{self.programs:,} program{'s' if self.programs != 1 else ''}"
+            return (f"symmetry folding partial ({programs}): shifts of the network's "
                     f"dimensions map only some ranks of one program onto each other, as their groups "
                     f"and peers lie (do npus_count's dimensions follow the workload's parallel axes?); "
                     f"simulating {simulated:,} of {total_npus:,} NPUs")

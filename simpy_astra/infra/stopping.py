@@ -182,3 +182,31 @@ def engine(env: Any) -> Iterator[None]:
         _engines.remove(env)
         if not _engines:
             _cancel_timer()
+
+
+_holding: list[bool] = []  # signals_held() entered and not yet left
+_held_stop: list[BaseException] = []  # the stop a handler raised meanwhile
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """A stop a signal handler raises (:func:`raise_stop`) held back, and raised as this ends,
+    around a few lines that must not be cut between: a sweep's row written to its file and
+    counted as saved (a stop between the two said one point fewer was saved than the file
+    held). Held in Python, not by the signal mask: the interpreter runs handlers in the main
+    thread whichever thread the signal reached."""
+    _holding.append(True)
+    try:
+        yield
+    finally:
+        _holding.pop()
+        if not _holding and _held_stop:
+            raise _held_stop.pop()
+
+
+def raise_stop(stop: BaseException) -> None:
+    """Raise ``stop`` from a signal handler, or hold it until :func:`signals_held` ends."""
+    if _holding:
+        _held_stop[:] = [stop]
+        return
+    raise stop

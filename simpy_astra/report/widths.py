@@ -13,16 +13,18 @@ PLAIN_MIN_WIDTH = 40
 
 def plain_width() -> int:
     """The width of everything printed in a pipe or a file (tables, progress and sweep lines,
-    the timeline): ``COLUMNS`` when set to a number, held within PLAIN_MIN_WIDTH..PLAIN_WIDTH,
-    else 80. One rule, so that at ``COLUMNS=60`` a log's tables are not 80 wide beside a
-    60-wide timeline, and a ``COLUMNS=200`` left in a shell does not widen a log past 80."""
+    the timeline): ``COLUMNS`` when set to a positive number, held within
+    PLAIN_MIN_WIDTH..PLAIN_WIDTH, else 80 (0 or less is no width, as ``shutil`` reads it: some
+    containers export ``COLUMNS=0``). One rule, so that at ``COLUMNS=60`` a log's tables are not
+    80 wide beside a 60-wide timeline, and a ``COLUMNS=200`` left in a shell does not widen a log
+    past 80."""
     import os
 
     try:
         columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
         return PLAIN_WIDTH
-    return max(PLAIN_MIN_WIDTH, min(PLAIN_WIDTH, columns))
+    return max(PLAIN_MIN_WIDTH, min(PLAIN_WIDTH, columns)) if columns > 0 else PLAIN_WIDTH
 
 
 def fits_plain(widths: Sequence[int]) -> bool:

@@ -232,6 +232,35 @@ def _job(scenario: dict[str, Any]) -> Any:
         return None
 
 
+def _job_reads(scenario: dict[str, Any], job: Any) -> tuple[bool, bool]:
+    """Whether the run of ``scenario`` plays a message one by one (its job's, or a custom
+    collective of its own system), and whether its job gathers (an all-gather or reduce-scatter):
+    its Megatron ``job``'s, else its generator's layout, as the scenario loader reads them; True
+    where that cannot be read (its latencies and shares are kept)."""
+    from simpy_astra.config import load_system_json, system_from_mapping
+    from simpy_astra.config.cluster_system import plays_custom_collectives
+    from simpy_astra.workloads.generated import GENERATORS, prepare
+
+    workload, system = scenario.get("workload"), scenario.get("system")
+    name = workload.get("generate") if isinstance(workload, dict) else None
+    try:
+        if job is not None:
+            plays, gathers = job.plays_messages, job.gathers
+        elif megatron_args_of(scenario) is not None or not isinstance(name, str) or name not in GENERATORS:
+            return True, True  # (a generator of the user's is not imported here)
+        else:
+            layout = prepare(workload).layout()
+            plays, gathers = layout.plays_messages, layout.gathers
+        if plays or system is None:
+            return plays, gathers
+        scale = scenario.get("injection_scale", 1.0)
+        config = (system_from_mapping(system, "system", scale if isinstance(scale, int | float) else 1.0)
+                  if isinstance(system, dict) else load_system_json(system) if isinstance(system, str) else None)
+    except InputError:  # the point fails on its own, saying why
+        return True, True
+    return config is None or plays_custom_collectives(config), gathers
+
+
 @dataclasses.dataclass(frozen=True)
 class ClusterRead:
     """What a run reads of a scenario's ``cluster:``."""
@@ -251,20 +280,20 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
     """What the run of ``scenario`` reads of its cluster, None where it is not read so (no
     cluster, one the loader refuses, a key written that the run refuses beside the rest: such
     a point is compared as written, and fails on its own); ``reads`` keeps each one read;
-    ``job``: the scenario's Megatron job as :func:`_job` parsed it (None: not read, so it
-    plays messages and its latencies are kept)."""
+    ``job``: the scenario's Megatron job as :func:`_job` parsed it (None: another workload's
+    layout is read, :func:`_job_reads`)."""
     cluster = scenario.get("cluster")
     if not isinstance(cluster, dict):
         return None
     context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
-               megatron_args_of(scenario) is not None, job is None or job.plays_messages)
+               megatron_args_of(scenario) is not None, *_job_reads(scenario, job))
     text = json.dumps([cluster, context], sort_keys=True, default=str)
     if text not in reads:
         reads[text] = _read_cluster(cluster, context)
     return reads[text]
 
 
-def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool]) -> ClusterRead | None:
+def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool, bool]) -> ClusterRead | None:
     from simpy_astra.config.cluster import load_cluster
     from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import (
@@ -274,7 +303,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     )
     from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
-    user_network, user_system, backend, megatron, plays_messages = context
+    user_network, user_system, backend, megatron, plays_messages, gathers = context
     backend = DEFAULT_BACKEND if backend is None else backend
     try:
         if not isinstance(backend, str) or backend not in BACKENDS:  # a plug-in's, or a typo: as written
@@ -286,9 +315,9 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     except InputError:
         return None
     why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
-    shares = unused_share_keys(loaded, loaded.node)
+    shares = unused_share_keys(loaded, loaded.node, gathers)
     why.update({key: f"where {said}" for key, said in shares.items()})
-    if not (user_network or user_system):  # a system's own algorithms play messages
+    if not user_network:  # (a network's own: its latencies are refused above)
         why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages),
                                  "where the job sends no message the network plays"))
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),

@@ -28,6 +28,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+from simpy_astra.infra.stopping import signals_held
 from simpy_astra.sweep.folder_lock import LOCK_NAME, FolderLock
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.manifest import check_simulator, manifest_of, read_manifest, write_manifest
@@ -222,18 +223,19 @@ class ResultsStore:
                **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS, WARNINGS_COLUMN)},
                INPUTS_COLUMN: self.point_inputs.get(key, "")}
         row[DIGEST_COLUMN] = row_digest(row)
-        try:
-            self._writer.writerow(row)
-            self._file.flush()
-            os.fsync(self._file.fileno())
-        except OSError as exc:  # e.g. the disk filled up: stop, with every earlier row saved
-            try:  # what did not fit stays unwritten: a later flush must not add it after the cut
-                self._file.buffer.raw.close()
-            except (OSError, ValueError):
-                pass
-            self._drop_torn_row()
-            raise cannot_write(self.csv_path, exc) from None
-        self.rows[key] = row
+        with signals_held():  # a stop comes after the row is both written and counted
+            try:
+                self._writer.writerow(row)
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except OSError as exc:  # e.g. the disk filled up: stop, with every earlier row saved
+                try:  # what did not fit stays unwritten: a later flush must not add it after the cut
+                    self._file.buffer.raw.close()
+                except (OSError, ValueError):
+                    pass
+                self._drop_torn_row()
+                raise cannot_write(self.csv_path, exc) from None
+            self.rows[key] = row
 
     def in_sweep_order(self, keys: list[str]) -> None:
         """Rewrite results.csv with its rows in the order of ``keys`` (the sweep's points; rows of

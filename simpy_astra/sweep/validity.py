@@ -6,8 +6,8 @@ and ``--list`` marks it. Reading the arguments costs microseconds, so every poin
 up front. A sweep with an axis over other fields (``backend``, ``network.bandwidth``,
 ``jobs.1.placement``) has ``--list`` read each point as its run would, with the scenario
 loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
-with the loader's own words; otherwise a rule only the full load reaches (FP8 on a GPU without
-FP8 units) is caught when the point runs (point.py).
+with the loader's own words. A rule on the cluster's GPU (FP8 without FP8 units) is checked on
+the GPU as the cluster loads it, a tenth of a millisecond.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.plugins import PluginError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.generator import on_hardware
 
 INVALID = "invalid"
 
@@ -38,12 +39,26 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is not None and isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1:
         try:
-            parse(args, gpus, f"{where}: workload")
+            job = parse(args, gpus, f"{where}: workload")
+            gpu = _gpu(cluster)
+            if gpu is not None:  # what Megatron refuses of the cluster's GPU (FP8 on an A100)
+                on_hardware(job, gpu, f"{where}: workload.args")
         except InvalidConfigurationError as exc:
             return invalid_figures(exc, where), ""
         except InputError as exc:
             return None, " ".join(exc.message.split())
     return (_loaded(scenario, where) if load else (None, ""))
+
+
+def _gpu(cluster: dict[str, Any]) -> Any:
+    """The GPU of a point's cluster as its run loads it, or None where the loader refuses the
+    cluster (the point fails on its own, saying why)."""
+    from simpy_astra.config.cluster import load_cluster
+
+    try:
+        return load_cluster(cluster, "cluster").gpu_model()
+    except InputError:
+        return None
 
 
 def _loaded(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:

@@ -68,12 +68,19 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
         raise InputError(f"{where}: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: N}}); "
                          f"it gives the GPU count and the GPU")
     gpu_model = Gpu(**gpu)
-    job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
-    check_hardware(job.fp8_requested, gpu_model, f"{where}.args", job.moe_grouped_gemm)
-    job = attention_backend.on_gpu(job, gpu_model.name, f"{where}.args")
+    job = on_hardware(parse(params.get("args"), gpus, f"{where}.args", gpus_where), gpu_model, f"{where}.args")
     if "schedule" in params:
         job = _with_schedule(params["schedule"], job, gpu_model, f"{where}.schedule")
     return job, gpu_model
+
+
+def on_hardware(job: MegatronJob, gpu: Gpu, where: str) -> MegatronJob:
+    """``job`` as it runs on ``gpu``: refused where Megatron refuses that GPU (FP8 without FP8
+    units, grouped GEMM before Ampere, an attention backend its kernels rule out), with the
+    attention Transformer Engine picks there. A sweep's ``--list`` asks it too, so that such a
+    point is marked before it runs."""
+    check_hardware(job.fp8_requested, gpu, where, job.moe_grouped_gemm)
+    return attention_backend.on_gpu(job, gpu.name, where)
 
 
 #: the trace cache's entry for a plug-in schedule's source (so an edited schedule runs again)
@@ -198,7 +205,8 @@ def layout(run: MegatronRun) -> WorkloadLayout:
     traces' metadata records them."""
     return WorkloadLayout(ranks=run.job.gpus, blocks=Layout.blocks(run.job),
                           dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()},
-                          warnings=run.job.warnings, plays_messages=run.job.plays_messages)
+                          warnings=run.job.warnings, plays_messages=run.job.plays_messages,
+                          gathers=run.job.gathers)
 
 
 def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:
@@ -255,8 +263,7 @@ def main(argv: list[str]) -> int:
                          ) from None
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
-    check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}", job.moe_grouped_gemm)
-    job = attention_backend.on_gpu(job, gpu.name, f"generate megatron: --preset {args.preset}")
+    job = on_hardware(job, gpu, f"generate megatron: --preset {args.preset}")
     run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu,
                                  "tp_link_gb_s": tp_link_gb_s(job, cluster)}, "generate megatron")
     for line in job.warnings:

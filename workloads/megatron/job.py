@@ -286,6 +286,18 @@ class MegatronJob:
         return (self.pp > 1 or self.ep > 1 and self.moe_alltoall
                 or self.cp > 1 and any(kind in ("a2a", "a2a+p2p") for kind in self.cp_comm_types))
 
+    @property
+    def gathers(self) -> bool:
+        """The trace holds an all-gather or a reduce-scatter, which NCCL runs by PAT on a group
+        of one GPU a node (at the mean of the machine's fitted shares, NVLS's and the tree's
+        too): sequence parallelism's, a context-parallel ring's or all-gather's, an expert
+        all-gather dispatch, the distributed optimizer's (over two or more replicas, or
+        experts'), or the inputs a full recomputation keeps distributed."""
+        return (self.sequence_parallel or self.cp > 1 and any(kind != "a2a" for kind in self.cp_comm_types)
+                or self.ep > 1 and not self.moe_alltoall
+                or self.distributed_optimizer and (self.dp * self.cp > 1 or self.experts > 0)
+                or self.recompute == "full" and self.distribute_saved_activations)
+
     def is_moe(self, layer: int) -> bool:
         if self.moe_pattern:
             return self.experts > 0 and self.moe_pattern[layer]

@@ -71,6 +71,14 @@ class TransformerConfig:
         return self.dp * self.tp * self.pp * self.sp
 
     @property
+    def plays_messages(self) -> bool:
+        """The trace holds an exchange a network plays message by message, reading its routes'
+        latencies: a pipeline send (pp > 1), or MoE's token dispatch and combine (all-to-alls,
+        ep > 1). Every other exchange is an all-reduce, reduce-scatter or all-gather, which a
+        cluster's analytical backend times by NCCL's model, blind to those latencies."""
+        return self.pp > 1 or self.model == "moe" and self.ep > 1
+
+    @property
     def micro_batches(self) -> int:
         return self.batch // self.micro_batch
 

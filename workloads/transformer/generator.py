@@ -90,15 +90,17 @@ def _build(params: dict[str, Any]) -> tuple[TransformerConfig, Layout, list]:
     return _built[key]
 
 
-def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
+def group_dimensions(cfg: TransformerConfig) -> dict[int, str]:
     """Comm-group id -> its parallel dimension (``dp``, ``tp``, ``sp``, ``ep``, ``edp``)."""
-    layout = Layout.build(config_from_params(params, "workload: generate: transformer"))
-    return {gid: dim for (dim, _rank), gid in layout.group_of.items()}
+    return {gid: dim for (dim, _rank), gid in Layout.build(cfg).group_of.items()}
 
 
 def layout(params: dict[str, Any]) -> WorkloadLayout:
-    """Registry entry: the groups' dimensions, before any trace is written."""
-    return WorkloadLayout(dimensions=group_dimensions(params), warnings=unread_notes(params))
+    """Registry entry: the groups' dimensions and whether the network plays a message of the
+    job one by one, before any trace is written."""
+    cfg = config_from_params(params, "workload: generate: transformer")
+    return WorkloadLayout(dimensions=group_dimensions(cfg), warnings=unread_notes(params),
+                          plays_messages=cfg.plays_messages)
 
 
 def write_summary(params: dict[str, Any], prefix: str) -> str:
