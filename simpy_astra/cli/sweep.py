@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.cli.output_checks import _not_stdout
-from simpy_astra.config.readers import dump_yaml
+from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
 from simpy_astra.infra.stopping import Terminated, raise_stop

@@ -53,7 +53,8 @@ from simpy_astra.config.cluster_fields import (
 from simpy_astra.config.cluster_presets import check_preset_blocks, preset_path
 from simpy_astra.config.gpu_names import gpu_generation, nvls_of
 from simpy_astra.config.gpu_overrides import check_gpu_generation, check_gpu_overrides
-from simpy_astra.config.readers import nearest_key, read_yaml_file
+from simpy_astra.config.unknown_keys import nearest_key
+from simpy_astra.config.yaml_reader import read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.errors import InputError, non_ascii

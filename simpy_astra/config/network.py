@@ -13,14 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from simpy_astra.config.field_values import require_mapping, show_value
 from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
-from simpy_astra.config.readers import (
-    PathLike,
-    load_yaml_mapping,
-    require_mapping,
-    show_value,
-    unknown_key_warnings,
-)
+from simpy_astra.config.file_text import PathLike
+from simpy_astra.config.unknown_keys import unknown_key_warnings
+from simpy_astra.config.yaml_reader import load_yaml_mapping
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import horizon
 from simpy_astra.infra.stopping import requested

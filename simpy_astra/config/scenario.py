@@ -62,7 +62,6 @@ from simpy_astra.config.cluster_system import plays_custom_collectives, refuse_u
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.plugin_modules import load_plugins
-from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario_cluster import (
     on_preset_routes,
     reads_gpu,
@@ -74,6 +73,7 @@ from simpy_astra.config.scenario_cluster import (
 from simpy_astra.config.scenario_files import comm_groups_field, read_block
 from simpy_astra.config.scenario_jobs import jobs_inputs
 from simpy_astra.config.scenario_workload import generator_entry, read_workload
+from simpy_astra.config.unknown_keys import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.unread_cluster_keys import (
     refuse_unread_cluster_keys,
     unplayed_latencies,
