@@ -68,8 +68,8 @@ class Simulation(CoSimulation):
         self.total_npus = math.prod(self.network_dims)
         self.stall_patience_ns = stall_patience_ns
         specs = net.graph_specs or (None,) * net.num_dims
-        dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
-                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
+        dims = [build_topology(t, n, bw, lat, spec, net.topology_field(i)) for i, (t, n, bw, lat, spec) in
+                enumerate(zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True))]
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")

@@ -66,6 +66,10 @@ class NetworkConfig:
     #: (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); None: played on the network
     nccl: Any = None
 
+    def topology_field(self, dim: int) -> str:
+        """The input that chose dimension ``dim``'s topology, as its errors name it."""
+        return f"{self.source}: field 'topology[{dim}]'"
+
     @property
     def num_dims(self) -> int:
         return len(self.topology)
