@@ -1,0 +1,36 @@
+"""A review of hunt 25 (route latencies each generator declares, PAT reading every fitted
+share, a sweep's row held from a stop, another preset's GPU by name). Each test failed before
+its fix."""
+
+from __future__ import annotations
+
+from simpy_astra.cli.main import main
+from tests.scenario_files import write_yaml
+
+
+def _step_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
+    """``run --quiet``'s headline and its warnings, each joined into one line."""
+    assert main(["run", path, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    said = " ".join(captured.err.split()).replace(" warning: ", "\nwarning: ")
+    return captured.out, [line for line in said.splitlines() if line]
+
+
+def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothing(tmp_path, capsys):
+    # a microbenchmark's all-gather runs over every GPU, 8 a node: NCCL never runs PAT for it
+    # (one GPU a node), and without NVLS the share is never read. Before: since PAT was said to
+    # read every share wherever a job gathers across nodes, nccl_nvls_efficiency: 0.3 beside
+    # nvls: false ran 51,116 ns as without it, in silence, and a sweep over it ran two points
+    cluster = {"preset": "dgx-h100", "gpus": 16, "nvls": False}
+    workload = {"generate": "microbench", "collective": "all_gather", "size": 65536}
+    plain = _step_and_warnings(capsys, write_yaml(tmp_path, {"workload": workload, "cluster": cluster}, "a.yaml"))
+    path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, "nccl_nvls_efficiency": 0.3}}, "b.yaml")
+    share = _step_and_warnings(capsys, path)
+    assert share[0] == plain[0] and plain[1] == []
+    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
+                        f"NCCL's all-reduce runs nvls, and nvls is false (no NVLink SHARP)"]
+    sweep = write_yaml(tmp_path, {"base": {"workload": workload, "cluster": cluster},
+                                  "axes": {"cluster.nccl_nvls_efficiency": [1.0, 0.3]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("1 point\n")
