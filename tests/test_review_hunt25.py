@@ -34,3 +34,16 @@ def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothi
                        "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("1 point\n")
+
+
+def test_a_send_between_two_gpus_gathers_nothing_so_no_pat_reads_the_nvls_share(tmp_path, capsys):
+    # before: a microbenchmark's send_recv was declared to gather, so at one GPU a node its
+    # nccl_nvls_efficiency (NVLS never runs there) was kept as read by PAT: the same step, silent
+    cluster = {"preset": "dgx-h100", "gpus": 4, "gpus_per_node": 1}
+    workload = {"generate": "microbench", "collective": "send_recv", "size": 65536, "src": 0, "dst": 3}
+    plain = _step_and_warnings(capsys, write_yaml(tmp_path, {"workload": workload, "cluster": cluster}, "a.yaml"))
+    path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, "nccl_nvls_efficiency": 0.3}}, "b.yaml")
+    share = _step_and_warnings(capsys, path)
+    assert share[0] == plain[0] and plain[1] == []
+    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
+                        f"NCCL's all-reduce runs nvls, and each node holds one GPU (gpus_per_node 1)"]
