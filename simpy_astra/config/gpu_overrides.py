@@ -5,6 +5,7 @@ which would run the preset's GPU under it."""
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -15,28 +16,28 @@ from simpy_astra.config.gpu_names import gpu_generation
 from simpy_astra.errors import InputError
 
 
-def _presets_of(generation: str) -> list[str]:
-    """The presets whose GPU is of ``generation`` (read only on the way to an error)."""
-    out = []
-    for name in presets():
-        with open(os.path.join(PRESET_DIR, f"{name}.yaml"), encoding="utf-8") as f:
-            gpu = (yaml.safe_load(f) or {}).get("gpu") or {}
-        if gpu_generation(str(gpu.get("name", ""))) == generation:
-            out.append(name)
-    return out
-
-
-def _preset_of_gpu(name: str) -> tuple[str, dict[str, Any]] | None:
-    """The preset whose GPU is named ``name``, with its figures under the names with units; None
-    where no preset's is (read only when a scenario names a GPU)."""
+@functools.cache
+def _preset_gpus() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Each preset's name and its GPU's figures under the names with units, read once (the
+    package's own files: a scenario naming another GPU read all of them at each load, 4 ms)."""
     from simpy_astra.config.cluster_fields import with_units
 
+    out = []
     for preset in presets():
         with open(os.path.join(PRESET_DIR, f"{preset}.yaml"), encoding="utf-8") as f:
             gpu = (yaml.safe_load(f) or {}).get("gpu") or {}
-        if isinstance(gpu, dict) and gpu.get("name") == name:
-            return preset, with_units(gpu, preset)[0]
-    return None
+        out.append((preset, with_units(gpu, preset)[0] if isinstance(gpu, dict) else {}))
+    return tuple(out)
+
+
+def _presets_of(generation: str) -> list[str]:
+    """The presets whose GPU is of ``generation``."""
+    return [preset for preset, gpu in _preset_gpus() if gpu_generation(str(gpu.get("name", ""))) == generation]
+
+
+def _preset_of_gpu(name: str) -> tuple[str, dict[str, Any]] | None:
+    """The preset whose GPU is named ``name``, with its figures; None where no preset's is."""
+    return next(((preset, gpu) for preset, gpu in _preset_gpus() if gpu.get("name") == name), None)
 
 
 def _another_gpu(name: str) -> str:
