@@ -47,3 +47,17 @@ def test_a_send_between_two_gpus_gathers_nothing_so_no_pat_reads_the_nvls_share(
     assert share[0] == plain[0] and plain[1] == []
     assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
                         f"NCCL's all-reduce runs nvls, and each node holds one GPU (gpus_per_node 1)"]
+
+
+def test_a_sweep_of_layouts_the_transformer_cannot_split_names_the_split_not_a_framework(tmp_path, capsys):
+    # before: "each breaks a rule of the real framework (Megatron-LM's, NCCL's), e.g. 'seq
+    # divisible by sp x tp'": the transformer generator's own rule, of neither
+    workload = {"generate": "transformer", "dp": 1, "tp": 3, "dmodel": 1024, "dff": 4096, "head": 16,
+                "num_stacks": 2, "seq": 1024, "batch": 16, "micro_batch": 4}
+    sweep = write_yaml(tmp_path, {"base": {"workload": workload, "cluster": {"preset": "dgx-h100", "gpus": 3}},
+                                  "axes": {"workload.tp": [3, 5], "cluster.gpus": [3, 5]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 4
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {sweep}: every point is invalid (4 of 4): each breaks a rule a real job keeps (Megatron-LM's, "
+        f"NCCL's, a model's split), e.g. 'seq divisible by sp x tp'; change the axes (results.csv has each reason)")

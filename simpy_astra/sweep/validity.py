@@ -7,7 +7,7 @@ up front. A sweep with an axis over other fields (``backend``, ``network.bandwid
 ``jobs.1.placement``) has ``--list`` read each point as its run would, with the scenario
 loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
 with the loader's own words. A rule on the cluster's GPU (FP8 without FP8 units) is checked on
-the GPU as the cluster loads it, a tenth of a millisecond.
+the GPU as the cluster loads it, about 0.2 ms a point.
 """
 
 from __future__ import annotations
