@@ -61,3 +61,11 @@ def test_a_sweep_of_layouts_the_transformer_cannot_split_names_the_split_not_a_f
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"error: {sweep}: every point is invalid (4 of 4): each breaks a rule a real job keeps (Megatron-LM's, "
         f"NCCL's, a model's split), e.g. 'seq divisible by sp x tp'; change the axes (results.csv has each reason)")
+
+
+def test_a_sweeps_points_do_not_import_megatrons_generator_to_read_validity():
+    # before: validity imported the generator (for its GPU rules) at the top, so every sweep's
+    # worker and --list paid its modules (0.16 s) whether or not a point had Megatron's flags
+    from tests.fresh_imports import imported_of
+
+    assert imported_of("import simpy_astra.sweep.point", {"simpy_astra.workloads.megatron.generator"}) == []

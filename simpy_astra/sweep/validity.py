@@ -18,7 +18,6 @@ from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.plugins import PluginError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.workloads.megatron.arguments import parse
-from simpy_astra.workloads.megatron.generator import on_hardware
 
 INVALID = "invalid"
 
@@ -38,6 +37,9 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
     cluster = scenario.get("cluster")
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is not None and isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1:
+        # deferred: the generator's modules cost a sweep without Megatron's flags 0.16 s to import
+        from simpy_astra.workloads.megatron.generator import on_hardware
+
         try:
             job = parse(args, gpus, f"{where}: workload")
             gpu = _gpu(cluster)
