@@ -16,6 +16,17 @@ def _step_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
     return captured.out, [line for line in said.splitlines() if line]
 
 
+def _nvls_share_said(capsys, tmp_path, workload: dict, cluster: dict, why: str) -> None:
+    """``nccl_nvls_efficiency: 0.3`` runs ``workload`` on ``cluster`` to the nanosecond as
+    without it, and is said to change nothing, for ``why``."""
+    plain = _step_and_warnings(capsys, write_yaml(tmp_path, {"workload": workload, "cluster": cluster}, "a.yaml"))
+    path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, "nccl_nvls_efficiency": 0.3}}, "b.yaml")
+    share = _step_and_warnings(capsys, path)
+    assert share[0] == plain[0] and plain[1] == []
+    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
+                        f"NCCL's all-reduce runs nvls, and {why}"]
+
+
 def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothing(tmp_path, capsys):
     # a microbenchmark's all-gather runs over every GPU, 8 a node: NCCL never runs PAT for it
     # (one GPU a node), and without NVLS the share is never read. Before: since PAT was said to
@@ -23,12 +34,7 @@ def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothi
     # nvls: false ran 51,116 ns as without it, in silence, and a sweep over it ran two points
     cluster = {"preset": "dgx-h100", "gpus": 16, "nvls": False}
     workload = {"generate": "microbench", "collective": "all_gather", "size": 65536}
-    plain = _step_and_warnings(capsys, write_yaml(tmp_path, {"workload": workload, "cluster": cluster}, "a.yaml"))
-    path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, "nccl_nvls_efficiency": 0.3}}, "b.yaml")
-    share = _step_and_warnings(capsys, path)
-    assert share[0] == plain[0] and plain[1] == []
-    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
-                        f"NCCL's all-reduce runs nvls, and nvls is false (no NVLink SHARP)"]
+    _nvls_share_said(capsys, tmp_path, workload, cluster, "nvls is false (no NVLink SHARP)")
     sweep = write_yaml(tmp_path, {"base": {"workload": workload, "cluster": cluster},
                                   "axes": {"cluster.nccl_nvls_efficiency": [1.0, 0.3]}, "minimise": "finish_ns"},
                        "sweep.yaml")
@@ -39,14 +45,9 @@ def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothi
 def test_a_send_between_two_gpus_gathers_nothing_so_no_pat_reads_the_nvls_share(tmp_path, capsys):
     # before: a microbenchmark's send_recv was declared to gather, so at one GPU a node its
     # nccl_nvls_efficiency (NVLS never runs there) was kept as read by PAT: the same step, silent
-    cluster = {"preset": "dgx-h100", "gpus": 4, "gpus_per_node": 1}
-    workload = {"generate": "microbench", "collective": "send_recv", "size": 65536, "src": 0, "dst": 3}
-    plain = _step_and_warnings(capsys, write_yaml(tmp_path, {"workload": workload, "cluster": cluster}, "a.yaml"))
-    path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, "nccl_nvls_efficiency": 0.3}}, "b.yaml")
-    share = _step_and_warnings(capsys, path)
-    assert share[0] == plain[0] and plain[1] == []
-    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
-                        f"NCCL's all-reduce runs nvls, and each node holds one GPU (gpus_per_node 1)"]
+    _nvls_share_said(capsys, tmp_path, {"generate": "microbench", "collective": "send_recv", "size": 65536,
+                                        "src": 0, "dst": 3},
+                     {"preset": "dgx-h100", "gpus": 4, "gpus_per_node": 1}, "each node holds one GPU (gpus_per_node 1)")
 
 
 def test_a_sweep_of_layouts_the_transformer_cannot_split_names_the_split_not_a_framework(tmp_path, capsys):
