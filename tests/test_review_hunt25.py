@@ -70,3 +70,16 @@ def test_a_sweeps_points_do_not_import_megatrons_generator_to_read_validity():
     from tests.fresh_imports import imported_of
 
     assert imported_of("import simpy_astra.sweep.point", {"simpy_astra.workloads.megatron.generator"}) == []
+
+
+def test_gemms_gathers_run_over_every_gpu_so_a_sweep_over_a_share_no_pat_reads_runs_once(tmp_path, capsys):
+    # gemm's all-gathers and reduce-scatters name no group: each runs over every GPU, 8 a node
+    # here, where NCCL never runs PAT; without NVLS the share is never read. Before: gemm was
+    # declared to gather on groups PAT might run, and the sweep ran both points
+    (tmp_path / "mnk.csv").write_text("Layer,M,N,K\na,64,32,16\n")
+    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "gemm", "mnk": "mnk.csv", "parallel": "MODEL"},
+                                           "cluster": {"preset": "dgx-h100", "gpus": 16, "nvls": False}},
+                                  "axes": {"cluster.nccl_nvls_efficiency": [1.0, 0.3]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("1 point\n")
