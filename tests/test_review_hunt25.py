@@ -83,3 +83,20 @@ def test_gemms_gathers_run_over_every_gpu_so_a_sweep_over_a_share_no_pat_reads_r
                        "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("1 point\n")
+
+
+def test_a_presets_gpu_named_over_a_copy_whose_gpu_has_no_known_generation_is_refused(tmp_path, capsys):
+    # a copy of dgx-a100-80gb whose GPU is renamed MyGPU-1 (no generation known): before, the
+    # H100's name over it ran the A100's figures under that name (6.802 ms, as the copy's own
+    # GPU), since both rules on a new name asked for the old one's generation
+    from simpy_astra.config.cluster_presets import PRESET_DIR
+    from tests.scenario_files import error_lines, megatron_scenario
+
+    with open(f"{PRESET_DIR}/dgx-a100-80gb.yaml", encoding="utf-8") as f:
+        (tmp_path / "my.yaml").write_text(f.read().replace("name: A100-SXM4-80GB", "name: MyGPU-1"))
+    path = megatron_scenario(tmp_path, preset="./my.yaml", gpu={"name": "H100-SXM5-80GB"})
+    lines = error_lines(capsys, ["run", path])
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {path}: cluster.gpu.name: H100-SXM5-80GB is preset dgx-h100's GPU, and ")
+    assert lines[0].endswith(f"still {tmp_path / 'my.yaml'}'s MyGPU-1's: the run would price this GPU with that "
+                             f"one's; use preset: dgx-h100, or give them beside its name")
