@@ -100,3 +100,25 @@ def test_a_presets_gpu_named_over_a_copy_whose_gpu_has_no_known_generation_is_re
         f"error: {path}: cluster.gpu.name: H100-SXM5-80GB is preset dgx-h100's GPU, and ")
     assert lines[0].endswith(f"still {tmp_path / 'my.yaml'}'s MyGPU-1's: the run would price this GPU with that "
                              f"one's; use preset: dgx-h100, or give them beside its name")
+
+
+def test_nvls_forced_on_nodes_without_it_is_an_invalid_point_as_at_one_gpu_a_node(tmp_path, capsys):
+    # NCCL_ALGO=NVLS on A100 nodes stops NCCL as it does at one GPU a node (no algorithm for the
+    # all-reduce): before, the second was an invalid point and the first a failure of the
+    # simulator ("0 failed" against "1 failed"), and --list said the first "will fail"
+    import csv
+
+    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                        "size": 1 << 20},
+                                           "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                  "axes": {"cluster.nccl_algo": ["ring", "nvls"]}, "minimise": "finish_ns"},
+                       "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("2 points, 1 invalid") and listed[2].endswith("nccl_algo=nvls  invalid")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    assert "2 of 2 points, 0 failed, 1 invalid" in " ".join(capsys.readouterr().err.split())
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {row["cluster.nccl_algo"]: row for row in csv.DictReader(f)}
+    assert rows["nvls"]["status"] == "invalid"
+    assert rows["nvls"]["error"].startswith("NCCL has no forced algorithm here: ")
