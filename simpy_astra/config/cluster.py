@@ -292,7 +292,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             node["nccl_latency_scale_algo"] = scoped["nccl_latency_scale_algo"]
     algo = value.get("nccl_algo")
     check_nccl_algo(algo, f"{where}.nccl_algo")
-    if algo == "nvls" and not nvls:  # NCCL stops at the first all-reduce, as where its group has one GPU a node
+    if algo == "nvls" and not nvls:  # NCCL stops at its first collective, as at an all-reduce of one GPU a node
         raise InvalidConfigurationError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP) in the nodes, and "
                                         f"{why_nvls}; use ring or tree (or nvls: true, for nodes that have it)",
                                         NO_FORCED_ALGORITHM)
