@@ -108,7 +108,7 @@ class Simulation(CoSimulation):
         self._npu_by_id = {npu.device_id: npu for npu in self.npus}
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
         self.floor_check = FloorCheck.for_run(self._backend, self.jobs, dims, cfg, self.npus, net.rails)
-        self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs)
+        self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs, dims)
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
         hold = self.folding is not None and self.network.may_break_symmetry
         self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)

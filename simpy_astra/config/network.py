@@ -511,5 +511,12 @@ def with_python_overrides(inputs: Any, topology: Any = None, routes: Any = None,
     if topology is not None or routes is not None:
         inputs = with_topology(inputs, topology, routes)
     if link_model is not None or switch_model is not None or link_params or switch_params:
+        from simpy_astra.network.backends import BACKENDS  # deferred: the backends import models, plug-ins
+
+        spec = BACKENDS.get(inputs.backend)
+        if spec is not None and spec.reads_element_models is False:  # named as given, not as a YAML field
+            given = "link_model=" if link_model is not None or link_params else "switch_model="
+            raise InputError(f"{given}: element models replace the links and switches of the congestion_aware "
+                             f"backend only, and this run's is {inputs.backend}; pass backend='congestion_aware'")
         inputs = with_models(inputs, link_model, link_params, switch_model, switch_params)
     return inputs

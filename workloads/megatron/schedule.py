@@ -17,9 +17,11 @@ own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``
 - data-parallel gradient sync: with ``--DDP-impl torch`` or ``--overlap-grad-reduce``, a
   bucket's collective starts as soon as a chunk's last backward of the step (its last weight
   gradient, when the schedule splits backwards) has produced its gradients and runs beside the
-  rest of the backward; otherwise one collective after the
-  last backward. The distributed optimizer reduce-scatters the gradients and all-gathers the
-  updated parameters (before the first forward that reads them with
+  rest of the backward (a later 1F1B stage's after its last gradient send, with
+  ``--align-grad-reduce``); otherwise one collective after the last backward. Megatron-Core's
+  DDP zeroes the gradient buffer as the step starts and reads and scales each bucket before its
+  collective, on the compute stream. The distributed optimizer reduce-scatters the gradients
+  and all-gathers the updated parameters (before the first forward that reads them with
   ``--overlap-param-gather``, else after the optimizer step);
 - with tied embeddings and pp > 1, the first and last stage all-reduce the word embedding's
   gradient before the optimizer step.
@@ -296,9 +298,21 @@ class StageSchedule:
 
     def _flush_bucket(self, name: str, dim: str) -> None:
         if self.bucket_params[dim] and self._replicas(dim) > 1:
+            self._prepare_grads(f"{name}.{dim}", self.bucket_params[dim])
             self.dp_syncs.append(self.collective(f"{name}.{dim}.sync", self._sync_kind(), dim,
                                                  self.bucket_params[dim] * self.job.grad_bytes, block=False))
         self.bucket_params[dim] = 0
+
+    def _prepare_grads(self, name: str, params: int) -> None:
+        """Megatron-Core's ``start_grad_sync`` on a bucket of ``params`` gradients, on the compute
+        stream before its collective: the bucket's norm for the NaN check, one read, and its
+        scaling by 1/(dp x cp) in place, a read and a write (each as the job says it runs)."""
+        job = self.job
+        seconds = streaming_seconds(self.gpu, params * job.grad_bytes) if job.grad_nan_check else 0.0
+        if job.grad_scaling:
+            seconds += streaming_seconds(self.gpu, 2 * params * job.grad_bytes)
+        if seconds:
+            self.compute(f"{name}.prepare", {"elementwise": seconds})
 
     # ------------------------------------------------------------------ parameters
     def _layer_kinds(self, chunk: int) -> tuple[LayerKind, ...]:
@@ -361,6 +375,8 @@ class StageSchedule:
         act = job.micro_batch * job.seq // job.cp * job.hidden * job.element_bytes
         if job.sequence_parallel or (job.legacy and job.scatter_gather):
             act //= job.tp
+        if job.grad_buffer_zeroed:  # zero_grad_buffer: the stage's whole buffer, before the first forward
+            self.compute("grads.zero", {"elementwise": streaming_seconds(self.gpu, self.stage_params() * job.grad_bytes)})
         started: set[int] = set()
         tasks = self.tasks()
         last_grads = {t.chunk: i for i, t in enumerate(tasks) if t.kind in (Kind.BACKWARD, Kind.BACKWARD_WEIGHT)}
@@ -393,7 +409,10 @@ class StageSchedule:
                 # the chunk's last gradients of the step: its buckets sync as they fill
                 final = overlapped_sync and kind is not Kind.BACKWARD_INPUT and last_grads[chunk] == index
                 self.steps(p, self._chunk_steps(kind, chunk), final)
-                if final:
+                # align_grad_reduce: a later stage of 1F1B syncs after its last send (r0.8's
+                # forward_backward_pipelining_without_interleaving: "Launch any remaining grad reductions")
+                late = final and job.align_grad_reduce and self.stage > 0 and chunks == 1
+                if final and not late:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
                 self.tail += in_flight
@@ -403,6 +422,9 @@ class StageSchedule:
                                     block=not async_grad_sends)
                     if async_grad_sends:
                         in_flight = [gid]
+                if late:
+                    for dim in ("dp", "edp"):
+                        self._flush_bucket(p, dim)
         self.tail += in_flight
         self._finish_step()
         return self.g
@@ -415,6 +437,7 @@ class StageSchedule:
             for dim in ("dp", "edp"):
                 grads = sum(self.chunk_grads(c)[dim] for c in range(self.chunks))
                 if grads and self._replicas(dim) > 1:
+                    self._prepare_grads(f"grads.{dim}", grads)
                     self.collective(f"grads.{dim}.sync", self._sync_kind(), dim, grads * self.job.grad_bytes)
         self.tail += self.dp_syncs
         if job.tied_embeddings and job.last_stage != 0 and self.stage in (0, job.last_stage):
