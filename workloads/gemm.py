@@ -211,10 +211,11 @@ def layout(params: dict[str, Any]) -> WorkloadLayout:
     """Its ranks, ``num_npus``, known before SCALE-Sim runs: a network of another size was
     refused only after minutes of timing a large layer on each NPU's share. It plays no
     message one by one: every strategy's exchanges are all-reduces, all-gathers and
-    reduce-scatters (:func:`collectives`), and data parallelism's only all-reduces."""
+    reduce-scatters (:func:`collectives`), and data parallelism's only all-reduces; each names
+    no group, so it runs over every NPU."""
     npus = params.get("num_npus")
     return WorkloadLayout(ranks=npus if isinstance(npus, int) and not isinstance(npus, bool) and npus >= 1 else None,
-                          plays_messages=False, gathers=params.get("parallel") != "DATA")
+                          plays_messages=False, gathers=params.get("parallel") != "DATA", gathers_on_every_rank=True)
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:

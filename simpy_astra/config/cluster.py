@@ -56,8 +56,9 @@ from simpy_astra.config.gpu_overrides import check_gpu_generation, check_gpu_ove
 from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.config.yaml_reader import read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
+from simpy_astra.engine.nccl_names import NO_FORCED_ALGORITHM
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
-from simpy_astra.errors import InputError, non_ascii
+from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii
 from simpy_astra.network.rails import Rails
 
 # the GPU's figures live beside the kernels that use them; configs read them from here too
@@ -291,9 +292,10 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             node["nccl_latency_scale_algo"] = scoped["nccl_latency_scale_algo"]
     algo = value.get("nccl_algo")
     check_nccl_algo(algo, f"{where}.nccl_algo")
-    if algo == "nvls" and not nvls:
-        raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP) in the nodes, and {why_nvls}; "
-                         f"use ring or tree (or nvls: true, for nodes that have it)")
+    if algo == "nvls" and not nvls:  # NCCL stops at its first collective, as at an all-reduce of one GPU a node
+        raise InvalidConfigurationError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP) in the nodes, and "
+                                        f"{why_nvls}; use ring or tree (or nvls: true, for nodes that have it)",
+                                        NO_FORCED_ALGORITHM)
     gpus = gpu_count(value.get("gpus"), where, "gpus")
     if gpus % node["gpus"] and gpus > node["gpus"]:
         per = node["gpus"]

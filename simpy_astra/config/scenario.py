@@ -118,8 +118,9 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = with_cluster(path, doc)
-    gathers = prepared is None or prepared.layout().gathers
-    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster, doc["cluster"], gathers)] \
+    job_layout = prepared.layout() if prepared is not None else None
+    gathers = (True, False) if job_layout is None else (job_layout.gathers, job_layout.gathers_on_every_rank)
+    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster, doc["cluster"], *gathers)] \
         if cluster is not None else []
     on_preset = cluster is not None and not user_network  # the preset's own machine
     if cluster is not None and user_network and cluster.nccl_algo in MODEL_ONLY:

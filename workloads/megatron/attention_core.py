@@ -6,16 +6,29 @@ dropout), and context parallelism's exchanges around it
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from simpy_astra.workloads.megatron import context_parallel
 from simpy_astra.workloads.megatron.kernels import flash_attention_seconds
 from simpy_astra.workloads.megatron.linear_kernels import LinearKernels
 from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
-#: unfused rotary embedding (``rope_utils._apply_rotary_pos_emb_bshd``), bytes and kernels an
-#: element of q or k each way: forward ``t * cos`` 4, ``_rotate_half``'s negated half 2 and
-#: concatenation 4, ``* sin`` 4, the sum 6, the final concatenation 4; backward the two
-#: products' gradients 4 + 4, the negation's 2 and the two paths summed 6
-_ROPE_UNFUSED = {False: (24, 6), True: (16, 4)}
+
+class _ElementwisePass(NamedTuple):
+    """Memory-bound kernels of one pass: bytes each moves an element, and how many there are."""
+
+    bytes_per_element: int
+    kernels: int
+
+
+#: unfused rotary embedding (``rope_utils._apply_rotary_pos_emb_bshd``), an element of q or k:
+#: forward ``t * cos`` 4 bytes, ``_rotate_half``'s negated half 2 and concatenation 4, ``* sin``
+#: 4, the sum 6, the final concatenation 4; backward the two products' gradients 4 + 4, the
+#: negation's 2 and the two paths summed 6
+_ROPE_UNFUSED_FORWARD = _ElementwisePass(bytes_per_element=24, kernels=6)
+_ROPE_UNFUSED_BACKWARD = _ElementwisePass(bytes_per_element=16, kernels=4)
+#: the fused kernel (``fused_apply_rotary_pos_emb``), either pass: reads and writes each element once
+_ROPE_FUSED = _ElementwisePass(bytes_per_element=4, kernels=1)
 
 
 class AttentionCore(LinearKernels):
@@ -29,8 +42,8 @@ class AttentionCore(LinearKernels):
         if job.qk_layernorm:
             b.add("elementwise", self._stream(qk, 6 if backward else 4), 2)
         if job.rope:
-            per_element, kernels = _ROPE_UNFUSED[backward] if job.rope == "unfused" else (4, 1)
-            b.add("elementwise", self._stream(qk, per_element), 2 * kernels)
+            rope = _ROPE_FUSED if job.rope != "unfused" else _ROPE_UNFUSED_BACKWARD if backward else _ROPE_UNFUSED_FORWARD
+            b.add("elementwise", self._stream(qk, rope.bytes_per_element), 2 * rope.kernels)
 
     def _attention(self, b: _Builder, backward: bool, cp_comm: str) -> None:
         """The attention core, with context parallelism's exchanges (by ``cp_comm``) around it

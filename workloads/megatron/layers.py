@@ -13,7 +13,7 @@ forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5 (6 / 4 at
 (unfused 10 / 24), fused scale-mask-softmax 4 / 6 (unfused: see
 ``_softmax_kernels``), attention dropout 5 / 5 (none at ``--attention-dropout 0``), the
 context's transpose 4 / 4, rotary embeddings on the queries and keys fused 4 / 4 (unfused
-24 / 16: ``_ROPE_UNFUSED``), a query-key layer norm 4 / 6.
+24 / 16: ``attention_core._ROPE_UNFUSED_FORWARD``, ``_BACKWARD``), a query-key layer norm 4 / 6.
 A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
 The kernels and collectives of a layer's parts are priced by the classes it is made of:
 :mod:`~simpy_astra.workloads.megatron.linear_kernels` (shapes, linear layers, MLP),
