@@ -423,7 +423,7 @@ def test_an_algorithms_fitted_share_beside_another_forced_is_said(tmp_path, caps
     assert main(["run", scenario, "--quiet"]) == 0
     captured = capsys.readouterr()
     err = " ".join(captured.err.split())
-    assert f"cluster.{key} changes nothing here: it is read only when NCCL's all-reduce runs" in err, err
+    assert f"cluster.{key} changes nothing here: it is read only where NCCL runs" in err, err
     assert why in err
     (tmp_path / "b").mkdir()
     without = write_yaml(tmp_path / "b", {"workload": {"generate": "megatron", "args": args},

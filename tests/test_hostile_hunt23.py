@@ -34,19 +34,22 @@ def _step_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
 @pytest.mark.parametrize(("fields", "key", "said"), [
     # the preset's nodes have no NVLS (dgx-a100-80gb: node.nvls false); only a written nvls:
     # false was heard
-    ({"nccl_nvls_efficiency": 0.5}, "nccl_nvls_efficiency", "nvls, and nvls is false (no NVLink SHARP)"),
+    ({"nccl_nvls_efficiency": 0.5}, "nccl_nvls_efficiency",
+     "nvls (for an all-reduce, reduce-scatter or all-gather) or PAT (at the mean of every share), and nvls is "
+     "false (no NVLink SHARP), and the job issues no all-gather or reduce-scatter (PAT's collectives)"),
     # a latency scale fitted on an algorithm that never runs: no word was said of either
     ({"nccl_algo": "ring", "nccl_latency_scale": 20, "nccl_latency_scale_algo": "tree"}, "nccl_latency_scale",
-     "tree, and nccl_algo forces ring"),
+     "tree (for an all-reduce), the algorithm it was fitted on, and nccl_algo forces ring"),
     ({"nccl_latency_scale": 20, "nccl_latency_scale_algo": "nvls"}, "nccl_latency_scale",
-     "nvls, and nvls is false (no NVLink SHARP)"),
+     "nvls (for an all-reduce, reduce-scatter or all-gather), the algorithm it was fitted on, and nvls is false "
+     "(no NVLink SHARP)"),
 ])
 def test_an_nccl_term_of_an_algorithm_the_machine_never_runs_is_said(tmp_path, capsys, fields, key, said):
     base = {k: v for k, v in fields.items() if k != key}
     path = megatron_scenario(tmp_path, SMALL_GPT_ARGS, gpus=16, **fields)
     step, warnings = _step_and_warnings(capsys, path)
-    assert warnings == [f"warning: {path}: cluster.{key} changes nothing here: it is read only when NCCL's "
-                        f"all-reduce runs {said}"]
+    assert warnings == [f"warning: {path}: cluster.{key} changes nothing here: it is read only where NCCL "
+                        f"runs {said}"]
     assert step == _step_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "base.yaml", gpus=16,
                                                                 **base))[0]
 

@@ -183,7 +183,9 @@ def test_an_nvls_share_pat_reads_under_nccls_choice_is_not_said_to_change_nothin
             runs.append((captured.out, " ".join(captured.err.split())))
         assert runs[0][1] == ""
         assert (runs[1][1] == f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only "
-                              f"when NCCL's all-reduce runs nvls, and each node holds one GPU (gpus_per_node 1)") is said
+                              f"where NCCL runs nvls (for an all-reduce, reduce-scatter or all-gather) or PAT (at the "
+                              f"mean of every share), and each node holds one GPU (gpus_per_node 1), and the job "
+                              f"issues no all-gather or reduce-scatter (PAT's collectives)") is said
         assert (runs[0][0] == runs[1][0]) is said
 
 

@@ -23,8 +23,9 @@ def _nvls_share_said(capsys, tmp_path, workload: dict, cluster: dict, why: str) 
     path = write_yaml(tmp_path, {"workload": workload, "cluster": {**cluster, "nccl_nvls_efficiency": 0.3}}, "b.yaml")
     share = _step_and_warnings(capsys, path)
     assert share[0] == plain[0] and plain[1] == []
-    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only when "
-                        f"NCCL's all-reduce runs nvls, and {why}"]
+    assert share[1] == [f"warning: {path}: cluster.nccl_nvls_efficiency changes nothing here: it is read only where "
+                        f"NCCL runs nvls (for an all-reduce, reduce-scatter or all-gather) or PAT (at the mean of "
+                        f"every share), and {why}"]
 
 
 def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothing(tmp_path, capsys):
@@ -34,7 +35,8 @@ def test_an_nvls_share_no_pat_reads_at_eight_gpus_a_node_is_said_to_change_nothi
     # nvls: false ran 51,116 ns as without it, in silence, and a sweep over it ran two points
     cluster = {"preset": "dgx-h100", "gpus": 16, "nvls": False}
     workload = {"generate": "microbench", "collective": "all_gather", "size": 65536}
-    _nvls_share_said(capsys, tmp_path, workload, cluster, "nvls is false (no NVLink SHARP)")
+    _nvls_share_said(capsys, tmp_path, workload, cluster, "nvls is false (no NVLink SHARP), and its all-gathers and "
+                     "reduce-scatters run over every GPU, 8 a node (PAT runs at one GPU a node)")
     sweep = write_yaml(tmp_path, {"base": {"workload": workload, "cluster": cluster},
                                   "axes": {"cluster.nccl_nvls_efficiency": [1.0, 0.3]}, "minimise": "finish_ns"},
                        "sweep.yaml")
@@ -47,7 +49,8 @@ def test_a_send_between_two_gpus_gathers_nothing_so_no_pat_reads_the_nvls_share(
     # nccl_nvls_efficiency (NVLS never runs there) was kept as read by PAT: the same step, silent
     _nvls_share_said(capsys, tmp_path, {"generate": "microbench", "collective": "send_recv", "size": 65536,
                                         "src": 0, "dst": 3},
-                     {"preset": "dgx-h100", "gpus": 4, "gpus_per_node": 1}, "each node holds one GPU (gpus_per_node 1)")
+                     {"preset": "dgx-h100", "gpus": 4, "gpus_per_node": 1}, "each node holds one GPU (gpus_per_node 1), and the job issues no all-gather or "
+                     "reduce-scatter (PAT's collectives)")
 
 
 def test_a_sweep_of_layouts_the_transformer_cannot_split_names_the_split_not_a_framework(tmp_path, capsys):

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from simpy_astra.engine.nccl_names import FORCEABLE
+from simpy_astra.engine.nccl_tuning import COLLECTIVE_ALGORITHMS
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
@@ -62,33 +63,64 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
         raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
 
 
+def _pat_absent(cluster: Cluster, gathers: bool, on_every_rank: bool) -> str | None:
+    """Why NCCL never runs PAT here, None where it may: PAT runs where forced, and NCCL may
+    choose it for a job's all-gather or reduce-scatter (``gathers``) on a group of one GPU a
+    node (``nccl_tuning.available``: several nodes; a group of every rank, ``on_every_rank``,
+    holds one only at ``gpus_per_node`` 1)."""
+    forced, per_node = cluster.nccl_algo, int(cluster.node["gpus"])
+    if forced in FORCEABLE:
+        return None if forced == "pat" else f"nccl_algo forces {forced}"
+    if not gathers:
+        return "the job issues no all-gather or reduce-scatter (PAT's collectives)"
+    if cluster.nodes == 1:
+        return "the job runs on one node (PAT runs across nodes)"
+    if on_every_rank and per_node > 1:
+        return (f"its all-gathers and reduce-scatters run over every GPU, {per_node} a node (PAT runs at "
+                f"one GPU a node)")
+    return None
+
+
+def _algorithm_absent(cluster: Cluster, algo: str) -> str | None:
+    """Why NCCL never runs ``algo`` (tree, nvls) here, None where it may: another forced, no
+    NVLS on the nodes (``nvls: false``, or the preset's) or one GPU each (NCCL runs NVLS only
+    where a node holds several of a group's GPUs: ``nccl_tuning.available``)."""
+    forced = cluster.nccl_algo
+    return (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
+            "nvls is false (no NVLink SHARP)" if algo == "nvls" and not cluster.nvls else
+            "each node holds one GPU (gpus_per_node 1)" if algo == "nvls" and int(cluster.node["gpus"]) == 1
+            else None)
+
+
+def _runs(algo: str) -> str:
+    """``nvls (for an all-reduce, reduce-scatter or all-gather)``: ``algo`` and the collectives
+    NCCL may run it for (``nccl_tuning.COLLECTIVE_ALGORITHMS``)."""
+    kinds = [kind.replace("_", "-") for kind, algos in COLLECTIVE_ALGORITHMS.items() if algo in algos]
+    listed = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+    return f"{algo} (for a{'n' if listed[0] in 'aeiou' else ''} {listed})"
+
+
 def _unused_shares(cluster: Cluster, written: Iterable[str], gathers: bool,
                    on_every_rank: bool) -> dict[str, tuple[str, str]]:
-    """Each key ``written`` of a fitted NCCL algorithm's term that this cluster never runs ->
-    (the algorithm, why): its tree share beside ``nccl_algo: ring``, its NVLS share where the
-    nodes have no NVLS (``nvls: false``, or the preset's) or one GPU each (NCCL runs NVLS only
-    where a node holds several of a group's GPUs: ``nccl_tuning.available``), and
-    ``nccl_latency_scale`` fitted on such an algorithm (``nccl_latency_scale_algo``, written or
-    the preset's). PAT reads every share: having no fit of its own, it runs at the mean of the
-    machine's (``Links.scaled``); it runs where forced, and NCCL may choose it for a job's
-    all-gather or reduce-scatter (``gathers``) on a group of one GPU a node (several nodes; a
-    group of every rank, ``on_every_rank``, holds one only at ``gpus_per_node`` 1)."""
-    forced, keys = cluster.nccl_algo, set(written)
-    scaled = cluster.node.get("nccl_latency_scale_algo")
-    pat = forced == "pat" or (forced not in FORCEABLE and gathers and cluster.nodes > 1
-                              and (int(cluster.node["gpus"]) == 1 or not on_every_rank))
+    """Each key ``written`` of a fitted NCCL algorithm's term that this cluster never reads ->
+    (what reads it, why that never runs here). An algorithm's share (``nccl_tree_efficiency``,
+    ``nccl_nvls_efficiency``) is read where that algorithm runs and where PAT does: having no
+    fit of its own, PAT runs at the mean of the machine's shares (``Links.scaled``).
+    ``nccl_latency_scale`` is read only by the algorithm it was fitted on
+    (``nccl_latency_scale_algo``, written or the preset's; PAT keeps its own at 1 then)."""
+    keys, scaled = set(written), cluster.node.get("nccl_latency_scale_algo")
+    pat = _pat_absent(cluster, gathers, on_every_rank)
     out = {}
     for algo in ("tree", "nvls"):
-        why = (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
-               "nvls is false (no NVLink SHARP)" if algo == "nvls" and not cluster.nvls else
-               "each node holds one GPU (gpus_per_node 1)" if algo == "nvls" and int(cluster.node["gpus"]) == 1
-               else None)
+        why = _algorithm_absent(cluster, algo)
         if why is None:
             continue
-        if f"nccl_{algo}_efficiency" in keys and not pat:
-            out[f"nccl_{algo}_efficiency"] = (algo, why)
+        if f"nccl_{algo}_efficiency" in keys and pat is not None:
+            out[f"nccl_{algo}_efficiency"] = (
+                f"NCCL runs {_runs(algo)} or PAT (at the mean of every share)",
+                why if pat == why else f"{why}, and {pat}")
         if "nccl_latency_scale" in keys and scaled == algo:
-            out["nccl_latency_scale"] = (algo, why)
+            out["nccl_latency_scale"] = (f"NCCL runs {_runs(algo)}, the algorithm it was fitted on", why)
     return out
 
 
@@ -101,11 +133,11 @@ def unused_share_keys(cluster: Cluster, written: Iterable[str], gathers: bool = 
 
 def unused_algorithm_shares(cluster: Cluster, written: Iterable[str], gathers: bool = True,
                             on_every_rank: bool = False) -> list[str]:
-    """A line for each of :func:`unused_share_keys`. Said, not refused: a calibrated cluster
-    keeps every share, and a sweep over ``nccl_algo`` (what if NCCL ran the ring here) gives them
-    to every point."""
-    return [f"{cluster.where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs {algo}, "
-            f"and {why}" for key, (algo, why) in _unused_shares(cluster, written, gathers, on_every_rank).items()]
+    """A line for each of :func:`unused_share_keys`, saying what reads it and why that never
+    runs (one rule makes both). Said, not refused: a calibrated cluster keeps every share, and
+    a sweep over ``nccl_algo`` (what if NCCL ran the ring here) gives them to every point."""
+    return [f"{cluster.where}.{key} changes nothing here: it is read only where {reads}, and {why}"
+            for key, (reads, why) in _unused_shares(cluster, written, gathers, on_every_rank).items()]
 
 
 def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:
