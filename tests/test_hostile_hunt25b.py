@@ -1,0 +1,95 @@
+"""Leftovers of the twenty-fifth hunt: NVLS claimed for nodes whose NVSwitch has no multicast. Each
+test failed before its fix.
+
+Outside facts: the DGX A100 datasheet (six second-generation NVSwitches, no NVLink SHARP) and
+the DGX H100's (four third-generation NVSwitches, NVLink SHARP), which NCCL's NVLS needs."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+from simpy_astra.config.cluster_presets import PRESET_DIR
+from tests.scenario_files import error_lines, megatron_sweep, write_yaml
+
+MIB = 1 << 20
+
+#: the reason each A100 refusal gives, after "preset P's"
+NO_MULTICAST = ("nodes have a 2nd-generation NVSwitch, without the multicast (NVLink SHARP) of NVSwitch-3, "
+                "Hopper's NVSwitch systems on, that NCCL's NVLS needs")
+A100S = {"dgx-a100-80gb": "A100-SXM4-80GB", "dgx-a100-40gb": "A100-SXM4-40GB"}
+
+
+def _microbench(folder, cluster: dict, name: str = "s.yaml", collective: str = "all_reduce",
+                size: int = MIB) -> str:
+    return write_yaml(folder, {"workload": {"generate": "microbench", "collective": collective, "size": size},
+                               "cluster": cluster}, name)
+
+
+# ---------------------------------------------------------------- NVLS on nodes without NVSwitch-3
+
+@pytest.mark.parametrize("preset", sorted(A100S))
+def test_nvls_true_on_an_a100_preset_is_refused_naming_the_field_why_and_the_fix(tmp_path, capsys, preset):
+    # before: it ran NCCL's NVLS on the A100's nodes (16 GPUs, 1 MiB: 85,917 ns, as without it),
+    # hardware the DGX A100 does not have
+    path = _microbench(tmp_path, {"preset": preset, "gpus": 16, "nvls": True})
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: cluster.nvls: true, but preset {preset}'s {A100S[preset]} {NO_MULTICAST}; use an H100 "
+        f"preset (preset: dgx-h100), or drop nvls"]
+    # the fixes run: the field dropped, or an H100 preset
+    for cluster in ({"preset": preset, "gpus": 16}, {"preset": "dgx-h100", "gpus": 16, "nvls": True}):
+        assert main(["run", _microbench(tmp_path, cluster, "fixed.yaml"), "--quiet"]) == 0
+    capsys.readouterr()
+
+
+def test_a_preset_of_ones_own_claiming_nvls_for_a100_nodes_is_refused_at_its_key(tmp_path, capsys):
+    doc = yaml.safe_load(open(f"{PRESET_DIR}/dgx-a100-80gb.yaml"))
+    doc["node"]["nvls"] = True
+    preset = write_yaml(tmp_path, doc, "my-a100.yaml")
+    path = _microbench(tmp_path, {"preset": preset, "gpus": 16})
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {preset}: node.nvls: true, but preset {preset}'s A100-SXM4-80GB {NO_MULTICAST}; use an H100 "
+        f"preset (preset: dgx-h100), or set it false (or drop it)"]
+
+
+def test_nccl_algo_nvls_on_an_a100_preset_names_an_h100_preset_not_nvls_true(tmp_path, capsys):
+    # before: "... node.nvls is false; use ring or tree (or nvls: true, for nodes that have it)",
+    # a fix that claims hardware the A100's nodes have not
+    path = _microbench(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16, "nccl_algo": "nvls"})
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: cluster.nccl_algo: nvls, but preset dgx-a100-80gb's A100-SXM4-80GB {NO_MULTICAST}; "
+        f"use ring or tree, or an H100 preset (preset: dgx-h100)"]
+
+
+def test_a_sweep_over_nvls_on_an_a100_preset_has_invalid_points_with_the_rule(tmp_path, capsys):
+    # before: nvls=true ran (a row of NVLS on an A100) and nccl_algo=nvls failed as an error of
+    # the simulator; now both are points the real machine cannot run, as FP8 on an A100 is
+    sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                        "size": MIB},
+                                           "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                  "axes": {"cluster.nvls": [None, True], "cluster.nccl_algo": [None, "nvls"]},
+                                  "minimise": "finish_ns"}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "4 points, 3 invalid (each breaks a rule named below; they will not run)"
+    assert out[-1] == "invalid: 3 point(s) break the rule 'NVLS needs NVSwitch-3'"
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    assert "4 of 4 points, 0 failed, 3 invalid" in " ".join(capsys.readouterr().err.split())
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {(row["cluster.nvls"], row["cluster.nccl_algo"]): row for row in csv.DictReader(f)}
+    assert rows[("", "")]["status"] == "ok"
+    for key in (("True", ""), ("", "nvls"), ("True", "nvls")):
+        assert rows[key]["status"] == "invalid" and rows[key]["error"].startswith("NVLS needs NVSwitch-3: ")
+
+
+def test_a_megatron_sweep_on_a100s_claiming_nvls_is_marked_invalid_by_list(tmp_path, capsys):
+    # an axis over Megatron's flags alone: --list reads only the cluster's GPU, and now its nodes
+    sweep = megatron_sweep(tmp_path, {"workload.args.--micro-batch-size": [1, 2]},
+                           cluster={"preset": "dgx-a100-80gb", "gpus": 16, "nvls": True})
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "2 points, 2 invalid (each breaks a rule named below; they will not run)"
+    assert out[-1] == "invalid: 2 point(s) break the rule 'NVLS needs NVSwitch-3'"
