@@ -1,5 +1,5 @@
-"""Leftovers of the twenty-fifth hunt: NVLS claimed for nodes whose NVSwitch has no multicast. Each
-test failed before its fix.
+"""Leftovers of the twenty-fifth hunt: NVLS claimed for nodes whose NVSwitch has no multicast, and a
+horizon error that named no figure. Each test failed before its fix.
 
 Outside facts: the DGX A100 datasheet (six second-generation NVSwitches, no NVLink SHARP) and
 the DGX H100's (four third-generation NVSwitches, NVLink SHARP), which NCCL's NVLS needs."""
@@ -93,3 +93,25 @@ def test_a_megatron_sweep_on_a100s_claiming_nvls_is_marked_invalid_by_list(tmp_p
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "2 points, 2 invalid (each breaks a rule named below; they will not run)"
     assert out[-1] == "invalid: 2 point(s) break the rule 'NVLS needs NVSwitch-3'"
+
+
+# ---------------------------------------------------------------- the horizon names the GPU's figure
+
+GPT = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+       "--global-batch-size 8 --bf16")
+
+
+@pytest.mark.parametrize(("field", "kind"), [("tensor_efficiency", "gemm"), ("attention_efficiency", "attention"),
+                                             ("memory_efficiency", "optimizer")])
+def test_a_horizon_error_from_an_extreme_efficiency_names_the_field(tmp_path, capsys, monkeypatch, field, kind):
+    # before: "...; use smaller ones, or check the GPU's figures", a dozen of them
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    cluster = {"preset": "dgx-h100", "gpus": 8, "gpu": {field: 1e-300}}
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": GPT}, "cluster": cluster})
+    [line] = error_lines(capsys, ["run", path])
+    assert line.startswith(f"error: {path}: workload: the model's dimensions and batch on the H100-SXM5-80GB give ")
+    assert line.endswith(f"; raise cluster.gpu.{field}: 1e-300 (what its {kind} kernels run at), or use smaller ones")
+    # the fix named runs
+    cluster["gpu"][field] = 0.5
+    assert main(["run", write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": GPT},
+                                              "cluster": cluster}, "fixed.yaml"), "--quiet"]) == 0
