@@ -1,5 +1,6 @@
-"""Leftovers of the twenty-fifth hunt: NVLS claimed for nodes whose NVSwitch has no multicast, and a
-horizon error that named no figure. Each test failed before its fix.
+"""Leftovers of the twenty-fifth hunt: NVLS claimed for nodes whose NVSwitch has no multicast, a
+horizon error that named no figure, and microbenchmarks on a preset that never folded. Each test
+failed before its fix.
 
 Outside facts: the DGX A100 datasheet (six second-generation NVSwitches, no NVLink SHARP) and
 the DGX H100's (four third-generation NVSwitches, NVLink SHARP), which NCCL's NVLS needs."""
@@ -7,12 +8,15 @@ the DGX H100's (four third-generation NVSwitches, NVLink SHARP), which NCCL's NV
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import pytest
 import yaml
 
 from simpy_astra.cli.main import main
 from simpy_astra.config.cluster_presets import PRESET_DIR
+from simpy_astra.config.scenario import load_scenario
+from simpy_astra.simulation import Simulation
 from tests.scenario_files import error_lines, megatron_sweep, write_yaml
 
 MIB = 1 << 20
@@ -115,3 +119,63 @@ def test_a_horizon_error_from_an_extreme_efficiency_names_the_field(tmp_path, ca
     cluster["gpu"][field] = 0.5
     assert main(["run", write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": GPT},
                                               "cluster": cluster}, "fixed.yaml"), "--quiet"]) == 0
+
+
+# ---------------------------------------------------------------- a microbenchmark on a preset folds
+
+def _reports(path: str, fold: bool) -> tuple[int, list[dict]]:
+    sim = Simulation(dataclasses.replace(load_scenario(path), fold_symmetry=fold))
+    reports = sim.run()
+    return len(sim.npus), [dataclasses.asdict(r) for r in reports]
+
+
+@pytest.mark.parametrize("preset", ["dgx-h100", "dgx-a100-80gb"])
+@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter"])
+@pytest.mark.parametrize(("gpus", "size"), [(16, 4096), (16, MIB), (32, 64 * MIB), (24, MIB)])
+def test_a_default_group_collective_on_a_preset_folds_exactly(tmp_path, preset, collective, gpus, size):
+    # before: never folded ("collectives on the network's dimensions use an algorithm that does
+    # not commute with their shifts": the halvingDoubling the preset's system names for a node,
+    # which NCCL's timing never runs); NCCL times it by its members, every GPU
+    path = _microbench(tmp_path, {"preset": preset, "gpus": gpus}, collective=collective, size=size)
+    folded_npus, folded = _reports(path, True)
+    full_npus, full = _reports(path, False)
+    assert (folded_npus, full_npus) == (1, gpus)
+    assert folded == full
+
+
+def test_a_folded_microbenchmark_says_no_untrue_note(tmp_path, capsys):
+    path = _microbench(tmp_path, {"preset": "dgx-h100", "gpus": 16})
+    assert main(["run", path, "--quiet", "--fold-symmetry", "on"]) == 0
+    assert "symmetry folding" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("parallel", ["HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA"])
+def test_gemm_layers_on_a_preset_fold_exactly(tmp_path, monkeypatch, parallel):
+    # collectives on some of the dimensions (a package's, or across packages), timed by NCCL too
+    pytest.importorskip("scalesim")
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "mnk.csv").write_text("Layer,m,n,k\nL0,256,128,64\nL1,256,64,128\n")
+    path = write_yaml(tmp_path, {"workload": {"generate": "gemm", "mnk": "mnk.csv", "parallel": parallel,
+                                              "num_npus": 16, "num_packages": 2},
+                                 "cluster": {"preset": "dgx-h100", "gpus": 16}})
+    folded_npus, folded = _reports(path, True)
+    full_npus, full = _reports(path, False)
+    assert folded_npus < full_npus == 16
+    assert folded == full
+
+
+def test_folding_asked_for_over_leaves_unlike_runs_unfolded_and_says_why(tmp_path, capsys):
+    # before: --fold-symmetry on overrode the loader's refusal and folded 24 GPUs under leaves of
+    # two nodes (a 2:1 spine) onto 8: every GPU finished at 107,291 ns, where unfolded those of the
+    # third node, past the spine, take 114,728 (the step) and the others 99,854
+    path = _microbench(tmp_path, {"preset": "dgx-h100", "gpus": 24, "nodes_per_leaf": 2, "oversubscription": 2},
+                       collective="all_to_all")
+    heads = []
+    for flag in ("on", "off"):
+        assert main(["run", path, "--quiet", "--fold-symmetry", flag]) == 0
+        captured = capsys.readouterr()
+        heads.append(captured.out)
+        said = " ".join(captured.err.split())
+        assert ("symmetry folding off: cluster.oversubscription 2:1 over leaves of 2 nodes makes GPUs under "
+                "different leaves unlike; leave it out to fold; simulating 24 of 24 NPUs" in said) is (flag == "on")
+    assert heads[0] == heads[1] == "iteration time 114,728 ns (last: NPU 8 of 24, exposed comm 114,728 ns)\n"
