@@ -329,7 +329,7 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
         f"node{'s' if rails.nodes_per_leaf != 1 else ''} makes "
         f"GPUs under different leaves unlike; leave it out to fold")
     if unlike is not None and fold_requested(inputs.fold_symmetry):
-        # asked for (--fold-symmetry on) over the loader's refusal: it folded, with a leaf's figures for all
+        # asked for (fold_symmetry: true, --fold-symmetry on): it had folded, each GPU given one leaf's figures
         outcome.why = [unlike]
     elif backend.folds == "links" and inputs.fold_symmetry is None and fold_requested(None):
         # a co-simulation script may change links, fail switches or add traffic mid-run, which
