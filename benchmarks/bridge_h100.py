@@ -39,7 +39,15 @@ llama3{,1}_llm_pretrain.py`` at ``5776a6d90b4d``, ``perf_recipes/_common.py`` si
 gradient buffer and half the data-parallel traffic, which is overlapped; the linear layers'
 weights are kept and all-gathered in FP8 (``--fp8-param-gather``: ``fp8_param_gather = True``
 in ``bf16_with_fp8_current_scaling_mixed``, ``src/megatron/bridge/training/mixed_precision.py``
-at ``5776a6d90b4d``): no bf16 copy of them, one byte each to gather. Not expressed here, a
+at ``5776a6d90b4d``): no bf16 copy of them, one byte each to gather. The buckets are neither
+checked nor scaled before their sync (``--no-check-for-nan-in-loss-and-grad
+--ddp-average-in-collective``): the recipes' ``DistributedDataParallelConfig`` averages in the
+collective (``average_in_collective=True``, ``_llama3_common`` in
+``src/megatron/bridge/recipes/llama/llama3.py`` at ``5776a6d90b4d``; ``recipes/common.py`` at
+``56ae11dfffeb`` and ``cce4953735489``) and the performance runs
+turn the NaN check off (``cfg.ddp.check_for_nan_in_grad = False``: ``_set_common_perf_overrides``
+in ``scripts/performance/utils/overrides.py`` there, ``_benchmark_common`` in
+``src/megatron/bridge/perf_recipes/_common.py`` at ``56ae11dfffeb`` and ``cce4953735489``). Not expressed here, a
 small effect: the parameter gather overlapped with the optimizer step.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
@@ -92,7 +100,7 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
             f"--micro-batch-size {mb} --global-batch-size {gbs} --tensor-model-parallel-size {tp} "
             f"--pipeline-model-parallel-size {pp} --context-parallel-size {cp} --bf16 --fp8-format hybrid "
             f"--fp8-recipe tensorwise --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
-            f"--grad-reduce-in-bf16 --fp8-param-gather "
+            f"--grad-reduce-in-bf16 --fp8-param-gather --no-check-for-nan-in-loss-and-grad --ddp-average-in-collective "
             f"--vocab-size {vocab} --make-vocab-size-divisible-by 128 "
             f"--group-query-attention --num-query-groups {groups} --swiglu "
             f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0 "

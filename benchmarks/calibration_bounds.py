@@ -34,21 +34,21 @@ FLOOR_MAX_BYTES = 64 * 1024
 def main() -> int:
     import yaml
 
-    from simpy_astra.calibration import model
+    from simpy_astra.calibration import model, simulator_adapter, system_defaults
     from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
     from simpy_astra.calibration.nccl_log import parse_log
     from simpy_astra.calibration.report import gm_abs_error
 
     logs = {c: parse_log(str(A100 / f)) for c, f in LOGS.items()}
     network = yaml.safe_load((A100 / "network.yml").read_text())
-    system = model.default_system(network)
+    system = system_defaults.default_system(network)
     cal = model.calibrate([logs["all_reduce"]], network, system)
     lat, bw = cal.network["latency"], cal.network["bandwidth"]
     e0 = float(system["endpoint-delay"])
     lines: dict[str, tuple[float, float]] = {}  # collective -> (intercept ns, ns per nccl-tests byte)
     for coll, log in logs.items():
         m = model.probe(cal.network, system, coll, log.ranks)
-        per_byte = model.comm_size(coll, 1 << 30, log.ranks) / (1 << 30)
+        per_byte = simulator_adapter.comm_size(coll, 1 << 30, log.ranks) / (1 << 30)
         lines[coll] = (m.time_ns(0, lat, bw, e0), (m.time_ns(1e9, lat, bw, e0) - m.time_ns(0, lat, bw, e0))
                        / 1e9 * per_byte)
     steps_ar = lines["all_reduce"][0]

@@ -67,8 +67,8 @@ def series(values: list[float], digits: int = 2, best: float | None = None) -> s
 #: pipeline sends (1/tp from each GPU, all-gathered, without sequence parallelism). It fused the
 #: weight gradients only into fp32 main gradients (bf16's, or fp16's with the flag below); the
 #: paper says "mixed precision"; its dp-8 sync (Section 6.3: +1.32 s) and 22B layers (Table 4)
-#: sit closer to fp32 gradients (fp16's: +0.31 s against fp32's +0.6, and 0.26 ms a 22B layer
-#: more for the unfused additions, 3.3-4.0% over Table 4 where they are 2.0-3.1%)
+#: sit closer to fp32 gradients (fp16's: +0.31 s against fp32's +0.61, and 0.27 ms a 22B layer
+#: more for the unfused additions, 3.0-4.1% over Table 4 where they are 1.7-3.1%)
 K_2022 = ("--seq-length 2048 --max-position-embeddings 2048 --tensor-model-parallel-size 8 --fp16 "
           "--accumulate-allreduce-grads-in-fp32 --DDP-impl local")
 K_FULL = "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"

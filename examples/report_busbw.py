@@ -15,7 +15,8 @@ def bus_bandwidth_report(scenario: str, size_bytes: int) -> str:
     line = f"{n} NPUs, {size_bytes:,} B all-reduce in {t_ns:,} ns: bus bandwidth {busbw_gb_s:.2f} GB/s"
     if sim.network.has_links:
         busiest = max(sim.network.links(), key=lambda link: link.busy_ns)
-        line += f"; busiest link {busiest.src}->{busiest.dst} busy {busiest.busy_ns / t_ns:.0%} of the time"
+        ends = "->".join(str(sim.network.label(end)) for end in (busiest.src, busiest.dst))  # as reports name them
+        line += f"; busiest link {ends} busy {busiest.busy_ns / t_ns:.0%} of the time"
     return line
 
 

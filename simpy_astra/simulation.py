@@ -24,20 +24,20 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.network import with_python_overrides
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
-from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.events import fast_collection, process_in_place_or_raise, stop_at_end_of_instant
-from simpy_astra.engine.npu import Npu, NpuServices
+from simpy_astra.engine.npu import Npu
 from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.engine.system_layer import SystemLayer
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import Folding, OrbitReports, fold_run, trusted_claims
+from simpy_astra.folding import Folding, OrbitReports
 from simpy_astra.infra import horizon, stopping
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
 from simpy_astra.running.cosim import CoSimulation
-from simpy_astra.running.input_checks import check_et_count, check_paths, checked_path, start_warnings
+from simpy_astra.running.input_checks import check_paths, checked_path, start_warnings
+from simpy_astra.running.one_job import build_one_job
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
 
@@ -68,8 +68,8 @@ class Simulation(CoSimulation):
         self.total_npus = math.prod(self.network_dims)
         self.stall_patience_ns = stall_patience_ns
         specs = net.graph_specs or (None,) * net.num_dims
-        dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
-                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
+        dims = [build_topology(t, n, bw, lat, spec, net.topology_field(i)) for i, (t, n, bw, lat, spec) in
+                enumerate(zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True))]
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
@@ -104,11 +104,11 @@ class Simulation(CoSimulation):
             starts = build_jobs(self, inputs, self._npu_done)
             self.warnings += job_warnings(inputs, self.network)
         else:
-            self._build_one_job(inputs, dims, cfg, net.source)
+            build_one_job(self, inputs, dims, self._backend, self._build_network, self._npu_done)
         self._npu_by_id = {npu.device_id: npu for npu in self.npus}
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
         self.floor_check = FloorCheck.for_run(self._backend, self.jobs, dims, cfg, self.npus, net.rails)
-        self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs)
+        self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs, dims)
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
         hold = self.folding is not None and self.network.may_break_symmetry
         self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
@@ -139,31 +139,6 @@ class Simulation(CoSimulation):
                                                 lambda: stall.quiet_state(self.network, self.npus),
                                                 lambda: self.stall_patience_ns,
                                                 lambda: stall.spin_state(self.network, self.npus)))
-
-    def _build_one_job(self, inputs: SimulationInputs, dims: list, cfg: Any, source: str) -> None:
-        """One workload on every NPU (ranks are NPU ids): the reference's run."""
-        check_et_count(inputs.workload_prefix, self.total_npus, source)
-        # all file reading happens here, before time starts (custom collectives included)
-        self.planner = CollectivePlanner(cfg, self.total_npus)
-        self.planner.add_file_groups(inputs.comm_groups, "SimulationInputs.comm_groups")
-        groups = self.planner.file_group_members()
-        if cfg.npu_groups:  # NPUs that differ are not symmetric
-            inputs = replace(inputs, fold_symmetry=False)
-        traces, self.folding, self.fold_note = fold_run(inputs, dims, groups, self.planner.parse_process_groups)
-        if self.folding is not None:
-            self.warnings += trusted_claims(cfg, inputs.network.link_model if self._backend.folds == "links" else None)
-        simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
-        self.network = (self._build_network() if self.folding is None else
-                        self._backend.folded(self._build_network, self.folding))
-        # the simulated NPUs (every NPU unless folded), with their clocks and system layers
-        nccl = inputs.network.nccl
-        services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
-                               self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed,
-                               None if nccl is None else nccl.rendezvous(simulated))
-        for i in simulated:  # an orbit's members have the representative's graph
-            npu = services.build_npu(i, i, traces[i], self.network_dims, inputs.queues_per_dim, self._env)
-            self.systems.append(npu.system)
-            self.npus.append(npu)
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""

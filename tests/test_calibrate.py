@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simpy_astra.calibration import model
+from simpy_astra.calibration import geomean_solver, model, network_dims, simulator_adapter, system_defaults
 from simpy_astra.calibration.inputs import load_network
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
@@ -67,7 +67,7 @@ def test_a_log_that_repeats_its_table_simulates_each_size_once(tmp_path, monkeyp
     real = report.simulate_collective
     monkeypatch.setattr(report, "simulate_collective", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
     network = load_network(str(A100 / "network.yml"))
-    system = model.default_system(network)
+    system = system_defaults.default_system(network)
     single = report.simulate_logs([parse_log(str(src))], network, system)[0]
     once = len(calls)
     twice = report.simulate_logs([parse_log(str(doubled))], network, system)[0]
@@ -235,7 +235,7 @@ def test_validate_without_matplotlib_writes_its_tables_and_says_what_it_skipped(
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     network = yaml.safe_load((A100 / "network.yml").read_text())
-    (tmp_path / "system.json").write_text(json.dumps(model.default_system(network)))
+    (tmp_path / "system.json").write_text(json.dumps(system_defaults.default_system(network)))
     assert main(["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
                  "--system", str(tmp_path / "system.json"), "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
@@ -254,10 +254,10 @@ def test_validate_without_matplotlib_writes_its_tables_and_says_what_it_skipped(
 def test_probe_reads_the_closed_form_off_the_simulator():
     # all-gather ring on an 8-NPU switch: E to start, then 7 steps of E + 2 hops x L + S/B
     net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [100.0], "latency": [500.0]}
-    sys_ = model.default_system(net)
+    sys_ = system_defaults.default_system(net)
     m = model.probe(net, sys_, "all_gather", 8)
     assert (m.e, m.l, m.b) == (8.0, [14.0], [7.0])
-    t = model.simulate_collective(net, sys_, "all_gather", 1 << 20, 8)
+    t = simulator_adapter.simulate_collective(net, sys_, "all_gather", 1 << 20, 8)
     assert abs(m.time_ns(1 << 20, [500.0], [100.0], 10) - t) <= 8  # per-message truncation
 
 
@@ -284,13 +284,13 @@ def test_fit_recovers_known_parameters_per_dimension(tmp_path):
     # network tell the two dimensions apart, from starting values far off
     truth = {"topology": ["Switch", "Switch"], "npus_count": [8, 2], "bandwidth": [300.0, 40.0],
              "latency": [700.0, 3000.0]}
-    sys_ = model.default_system(truth)
+    sys_ = system_defaults.default_system(truth)
     sizes = [1 << s for s in range(20, 31, 2)]
     logs = []
     for ranks in (8, 16):
-        counts = model.span(truth, ranks, "x")
-        net, sub = model.sub_network(truth, counts), model.sub_system(sys_, len(counts))
-        times = {s: model.simulate_collective(net, sub, "all_reduce", s, ranks) for s in sizes}
+        counts = network_dims.span(truth, ranks, "x")
+        net, sub = network_dims.sub_network(truth, counts), network_dims.sub_system(sys_, len(counts))
+        times = {s: simulator_adapter.simulate_collective(net, sub, "all_reduce", s, ranks) for s in sizes}
         logs.append(parse_log(_synthetic_log(tmp_path / f"ar{ranks}.log", "all_reduce", ranks, times)))
     start = dict(truth, bandwidth=[100.0, 100.0], latency=[100.0, 100.0])
     cal = model.calibrate(logs, start, sys_)
@@ -304,9 +304,9 @@ def test_iterative_fit_agrees_with_the_vertex_search(monkeypatch):
     # three or more dimension groups have too many vertices; the fallback minimises the same
     log = parse_log(str(A100 / "all_reduce.log"))
     net = yaml.safe_load((A100 / "network.yml").read_text())
-    sys_ = model.default_system(net)
+    sys_ = system_defaults.default_system(net)
     exact = model.calibrate([log], net, sys_)
-    monkeypatch.setattr(model, "MAX_VERTICES", 1)
+    monkeypatch.setattr(geomean_solver, "MAX_VERTICES", 1)
     iterated = model.calibrate([log], net, sys_)
     assert iterated.network["bandwidth"][0] == pytest.approx(exact.network["bandwidth"][0], rel=1e-3)
     assert iterated.network["latency"][0] == pytest.approx(exact.network["latency"][0], rel=1e-3)
@@ -316,8 +316,8 @@ def test_iterative_fit_agrees_with_the_vertex_search(monkeypatch):
 def test_sendrecv_is_a_ring_of_neighbour_exchanges(tmp_path):
     # nccl-tests' sendrecv: busbw = algbw, each rank sends size bytes to the next one
     net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0], "latency": [800.0]}
-    sys_ = model.default_system(net)
-    times = {s: model.simulate_collective(net, sys_, "sendrecv", s, 8) for s in (1 << 20, 1 << 24, 1 << 28)}
+    sys_ = system_defaults.default_system(net)
+    times = {s: simulator_adapter.simulate_collective(net, sys_, "sendrecv", s, 8) for s in (1 << 20, 1 << 24, 1 << 28)}
     assert times[1 << 24] == int(2 * 800 + (1 << 24) / (50 * 2**30 / 1e9))  # two hops, one serialisation
     log = parse_log(_synthetic_log(tmp_path / "sr.log", "sendrecv", 8, times, named=False))
     assert (log.collective, log.ranks) == ("sendrecv", 8)
@@ -446,7 +446,7 @@ def test_other_backends_calibrate_and_validate(tmp_path, backend, link_ratio):
     cal, rows = _holdout_run(tmp_path, [A100 / "all_reduce.log"], sorted(A100.glob("*.log")),
                              A100 / "network.yml", "--backend", backend)
     unaware = model.calibrate([parse_log(str(A100 / "all_reduce.log"))], yaml.safe_load((A100 / "network.yml").read_text()),
-                              model.default_system({"npus_count": [8]}),
+                              system_defaults.default_system({"npus_count": [8]}),
                               held_out=frozenset((str(A100 / "all_reduce.log"), line)
                                                  for line in cal["logs"][0]["held_out_lines"]))
     assert cal["fitted"]["bandwidth"][0] == pytest.approx(link_ratio * unaware.network["bandwidth"][0], rel=0.01)
@@ -479,7 +479,7 @@ def test_algorithms_are_fitted_where_the_logs_decide_them(tmp_path):
     from simpy_astra.calibration.algorithms import fit_algorithms
 
     net = yaml.safe_load((A100 / "network.yml").read_text())
-    sys_ = model.default_system(net)
+    sys_ = system_defaults.default_system(net)
     alone, why = fit_algorithms([parse_log(str(A100 / "all_reduce.log"))], net, sys_)
     assert alone == sys_
     assert why["all_reduce"]["source"].startswith("kept: the logs do not tell it from ring")

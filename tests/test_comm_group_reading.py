@@ -13,7 +13,8 @@ import pytest
 
 from simpy_astra.config import SystemConfig
 from simpy_astra.config.comm_groups import comm_groups_from_mapping
-from simpy_astra.config.readers import MAX_NESTING, nesting_depth, parse_json
+from simpy_astra.config.input_bounds import MAX_NESTING, nesting_depth
+from simpy_astra.config.json_reader import parse_json
 from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.errors import InputError
 

@@ -15,7 +15,8 @@ from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.context_parallel import attention_shape
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.schedule import Layout, build_stage
+from simpy_astra.workloads.megatron.rank_layout import Layout
+from simpy_astra.workloads.megatron.schedule import build_stage
 from simpy_astra.workloads.megatron.steps import Collective
 from tests.test_hierarchical_context_parallel import run_two_nodes
 from tests.test_megatron import TOY

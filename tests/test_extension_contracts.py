@@ -194,7 +194,7 @@ def test_a_route_off_the_topologys_own_links_is_named(user, capsys, backend):
     no link 0 -> 99 in this network' (exit 1)."""
     line = one_error(capsys, ["run", scenario(user, "'ct_user:OffTheLinks'"), "--quiet",
                               "--network-backend", backend])
-    assert "topology 'ct_user:OffTheLinks': route(0, 1) returned [0, 99, 1]; expected a path along links(): " \
+    assert "field 'topology[0]' (ct_user:OffTheLinks): route(0, 1) returned [0, 99, 1]; expected a path along links(): " \
            "(0, 99) is not a link" in line, line
 
 
@@ -210,7 +210,7 @@ def test_a_class_that_cannot_take_the_documented_arguments_says_so(user, capsys)
     """No line of the user's code ran, so there is no place of theirs to name. Before: '(at
     unknown place)'; now the line says where to look."""
     line = one_error(capsys, ["run", scenario(user, "'ct_user:OneArgument'"), "--quiet"])
-    assert "topology 'ct_user:OneArgument' raised TypeError: " in line
+    assert "field 'topology[0]' (ct_user:OneArgument) raised TypeError: " in line
     assert "takes 2 positional arguments but 4 were given (at the call, before any line of it ran: check its " \
            "parameters against the docs)" in line, line
 

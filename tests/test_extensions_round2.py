@@ -189,7 +189,7 @@ def test_a_topology_whose_routes_miss_their_npu_is_refused_on_the_analytical_bac
     if fold == "on":  # asked for, folding's refusal is said first (two lines of at most 80 columns)
         assert err[0].startswith("note: symmetry folding off") and err[1].startswith("  "), err
         err = err[2:]
-    assert len(err) == 1 and err[0].startswith("error: topology 'r2_cube:Hypercube': route(")
+    assert len(err) == 1 and err[0].startswith(f"error: {bad}: network: field 'topology[0]' (r2_cube:Hypercube): route(")
     assert "expected a list of device ids from" in err[0]
 
     # on 8 NPUs it is a hypercube: 0 -> 7 crosses three links, trunc(3 L + S / B)

@@ -537,10 +537,10 @@ def test_a_topology_class_that_names_its_switch_says_how_switches_are_numbered(r
     path = _scenario(r3, _bench("send_recv", 1000, 4, 0, 3), "'r3_star:Star'", 4, backend, extra="")
     assert main(["run", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: topology 'r3_star:Star': route(")
-    assert err[0].endswith("expected a list of device ids from 0 to 1 (integers: NPUs 0..3, switches numbered "
-                           "from 4)" if backend == "congestion_aware" else "expected a list of device ids from 0 "
-                           "to 3 (integers: NPUs 0..3, switches numbered from 4)"), err
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: network: field 'topology[0]' (r3_star:Star): route(")
+    assert err[0].endswith(("expected a list of device ids from 0 to 1 (integers: NPUs 0..3, switches numbered "
+                            "from 4)" if backend == "congestion_aware" else "expected a list of device ids from 0 "
+                            "to 3 (integers: NPUs 0..3, switches numbered from 4)") + f"; fix Star.route() in {r3}/r3_star.py"), err
     sys.modules.pop("r3_star", None)
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from simpy_astra.cli.main import main as cli_main
 from simpy_astra.errors import InputError
-from simpy_astra.workloads import gemm
+from simpy_astra.workloads import gemm, gemm_layers, scalesim_timing
 
 ROOT = Path(__file__).resolve().parents[1]
 DLRM_CSV = ROOT / "scenarios" / "gemm" / "dlrm_mlp.csv"
@@ -53,7 +53,7 @@ def scalesim_cache(tmp_path_factory):
 
 # ---------------------------------------------------------------- no SCALE-Sim needed
 def test_reads_the_tutorial_dlrm_mlp():
-    layers = gemm.read_mnk(str(DLRM_CSV))
+    layers = gemm_layers.read_mnk(str(DLRM_CSV))
     assert [(x.name, x.m, x.n, x.k) for x in layers][:2] == [("MLP_Bottom_0", 1024, 128, 512),
                                                            ("MLP_Bottom_1", 1024, 512, 512)]
     assert len(layers) == 7
@@ -70,12 +70,12 @@ def test_reads_the_tutorial_dlrm_mlp():
                                            ("ALLREDUCE", 128 * 512 * 2 // 2)]),
 ])
 def test_shapes_and_collectives_follow_the_tutorial_generator(strategy, fwd, comms):
-    layer = gemm.GemmLayer("L", 1024, 128, 512)
-    shapes = gemm.pass_gemms(layer, strategy, 16, 2)
+    layer = gemm_layers.GemmLayer("L", 1024, 128, 512)
+    shapes = gemm_layers.pass_gemms(layer, strategy, 16, 2)
     m, n, k = fwd
     assert shapes == {"fwd": (m, n, k), "ig": (m, k, n), "wg": (k, n, m)}  # (M, N, K) each
-    got = gemm.collectives(layer, strategy, 16, 2, 2)
-    assert [got[p] for p in gemm.PASSES] == comms
+    got = gemm_layers.collectives(layer, strategy, 16, 2, 2)
+    assert [got[p] for p in gemm_layers.PASSES] == comms
 
 
 def test_et_compute_times_are_cycles_over_the_clock_in_whole_microseconds():
@@ -84,9 +84,9 @@ def test_et_compute_times_are_cycles_over_the_clock_in_whole_microseconds():
 
 
 def test_text_format_is_the_generators():
-    layer = gemm.GemmLayer("MLP_Bottom_0", 1024, 128, 512)
+    layer = gemm_layers.GemmLayer("MLP_Bottom_0", 1024, 128, 512)
     w = gemm.GemmWorkload("DATA", (layer,), ({"fwd": 10, "ig": 11, "wg": 12},),
-                          (gemm.collectives(layer, "DATA", 16, 1, 2),))
+                          (gemm_layers.collectives(layer, "DATA", 16, 1, 2),))
     assert w.text() == "DATA\n1\nMLP_Bottom_0\t-1\t10\tNONE\t0\t11\tNONE\t0\t12\tALLREDUCE\t131072\t100\tDATA"
 
 
@@ -100,16 +100,16 @@ def test_bad_mnk_files_are_one_line_errors(tmp_path, text, problem):
     path = tmp_path / "l.csv"
     path.write_text(text)
     with pytest.raises(InputError, match=problem):
-        gemm.read_mnk(str(path))
+        gemm_layers.read_mnk(str(path))
 
 
 def test_bad_flags_are_one_line_errors():
     with pytest.raises(InputError, match="--array"):
-        gemm.ArraySpec.parse("32by32")
+        scalesim_timing.ArraySpec.parse("32by32")
     with pytest.raises(InputError, match="--sram"):
-        gemm.ArraySpec.parse("32x32", sram="1,2")
+        scalesim_timing.ArraySpec.parse("32x32", sram="1,2")
     with pytest.raises(InputError, match="empty shard"):
-        gemm.pass_gemms(gemm.GemmLayer("L", 8, 4, 4), "MODEL", 16, 1)
+        gemm_layers.pass_gemms(gemm_layers.GemmLayer("L", 8, 4, 4), "MODEL", 16, 1)
 
 
 def test_missing_extra_is_a_one_line_error(tmp_path, monkeypatch, capsys):
@@ -119,7 +119,7 @@ def test_missing_extra_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     code = cli_main(["generate", "gemm", "--mnk", str(mnk), "--parallel", "DATA", "--num-npus", "4",
                      "--output", str(tmp_path / "w")])
     assert code == 2
-    assert capsys.readouterr().err.strip() == f"error: {gemm.MISSING_EXTRA}"
+    assert capsys.readouterr().err.strip() == f"error: {scalesim_timing.MISSING_EXTRA}"
 
 
 # ---------------------------------------------------------------- with SCALE-Sim
@@ -138,17 +138,17 @@ def test_one_layer_cycles_equal_scalesim_run_directly(tmp_path, scalesim_cache):
     from scalesim.scale_sim import scalesim
 
     cfg = tmp_path / "google32.cfg"
-    cfg.write_text(gemm.ArraySpec.parse("32x32", "ws").config_text())
+    cfg.write_text(scalesim_timing.ArraySpec.parse("32x32", "ws").config_text())
     topo = tmp_path / "topo.csv"  # name, ifmap h, ifmap w, filter h, filter w, channels, filters, stride
     topo.write_text("Layer name,ifmap height,ifmap width,filter height,filter width,channels,num filter,strides,\n"
                     "fwd,64,512,1,512,1,128,1,\n"      # m/P x k . k x n
                     "inp_grad,64,128,1,128,1,512,1,\n"  # m/P x n . n x k
                     "weight_grad,512,64,1,64,1,128,1,\n")  # k x m/P . m/P x n
     layout = tmp_path / "layout.csv"
-    layout.write_text(gemm.LAYOUT_HEADER)
+    layout.write_text(scalesim_timing.LAYOUT_HEADER)
     sim = scalesim(save_disk_space=True, verbose=False, config=str(cfg), topology=str(topo), layout=str(layout))
     sim.run_scale(top_path=str(tmp_path / "direct"))
-    direct = gemm.read_compute_report(str(tmp_path / "direct" / "simpy_astra" / "COMPUTE_REPORT.csv"))
+    direct = scalesim_timing.read_compute_report(str(tmp_path / "direct" / "simpy_astra" / "COMPUTE_REPORT.csv"))
     assert ours == direct
     assert ours[0] == 10111  # SCALE-Sim 3.0.0's count for this layer
 

@@ -16,7 +16,7 @@ import pytest
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.context_parallel import attention_shape
-from simpy_astra.workloads.megatron.schedule import Layout
+from simpy_astra.workloads.megatron.rank_layout import Layout
 from tests.test_megatron import ROOT, _comms
 
 #: one layer, h 1024 (16 heads of 64), sequence 2,048

@@ -343,18 +343,19 @@ def test_a_typo_of_ten_million_experts_is_priced_without_a_kernel_each(tmp_path,
     # before: --num-experts 9999999 (a key held down) priced each of a rank's experts' kernels one
     # by one, sixty million GEMMs: the run did not answer for minutes. Past SUMMED_EXPERTS the
     # experts are charged as copies of one, which gives the sum to the nanosecond (below)
-    import simpy_astra.workloads.megatron.layers as layers
+    import simpy_astra.workloads.megatron.linear_kernels as linear_kernels
+    import simpy_astra.workloads.megatron.mixture_of_experts as mixture_of_experts
 
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     priced = []
-    real = layers.gemm_seconds
-    monkeypatch.setattr(layers, "gemm_seconds", lambda *a, **k: priced.append(1) or real(*a, **k))
+    real = linear_kernels.gemm_seconds
+    monkeypatch.setattr(linear_kernels, "gemm_seconds", lambda *a, **k: priced.append(1) or real(*a, **k))
     args = f"{TINY_GPT_ARGS} --num-experts 3000 --moe-router-topk 1 --moe-router-pre-softmax"
     assert main(["run", megatron_scenario(tmp_path, args), "--quiet"]) == 0
     assert len(priced) < 1000, len(priced)
     copies = capsys.readouterr().out
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache-summed"))
-    monkeypatch.setattr(layers, "SUMMED_EXPERTS", 10**6)
+    monkeypatch.setattr(mixture_of_experts, "SUMMED_EXPERTS", 10**6)
     assert main(["run", megatron_scenario(tmp_path, args, "summed.yaml"), "--quiet"]) == 0
     assert capsys.readouterr().out == copies
 

@@ -69,8 +69,8 @@ def test_nccl_algo_nvls_on_an_a100_preset_names_an_h100_preset_not_nvls_true(tmp
 
 
 def test_a_sweep_over_nvls_on_an_a100_preset_has_invalid_points_with_the_rule(tmp_path, capsys):
-    # before: nvls=true ran (a row of NVLS on an A100) and nccl_algo=nvls failed as an error of
-    # the simulator; now both are points the real machine cannot run, as FP8 on an A100 is
+    # before: nvls=true ran (a row of NVLS on an A100); now it is a point the real machine cannot
+    # run, as FP8 on an A100 is, and as NCCL_ALGO=NVLS there is (NCCL stops)
     sweep = write_yaml(tmp_path, {"base": {"workload": {"generate": "microbench", "collective": "all_reduce",
                                                         "size": MIB},
                                            "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
@@ -79,14 +79,16 @@ def test_a_sweep_over_nvls_on_an_a100_preset_has_invalid_points_with_the_rule(tm
     assert main(["sweep", sweep, "--list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "4 points, 3 invalid (each breaks a rule named below; they will not run)"
-    assert out[-1] == "invalid: 3 point(s) break the rule 'NVLS needs NVSwitch-3'"
+    assert out[-2:] == ["invalid: 1 point(s) break the rule 'NCCL has no forced algorithm here'",
+                        "invalid: 2 point(s) break the rule 'NVLS needs NVSwitch-3'"]
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
     assert "4 of 4 points, 0 failed, 3 invalid" in " ".join(capsys.readouterr().err.split())
     with open(tmp_path / "out" / "results.csv") as f:
         rows = {(row["cluster.nvls"], row["cluster.nccl_algo"]): row for row in csv.DictReader(f)}
     assert rows[("", "")]["status"] == "ok"
-    for key in (("True", ""), ("", "nvls"), ("True", "nvls")):
-        assert rows[key]["status"] == "invalid" and rows[key]["error"].startswith("NVLS needs NVSwitch-3: ")
+    for key, rule in ((("True", ""), "NVLS needs NVSwitch-3"), (("True", "nvls"), "NVLS needs NVSwitch-3"),
+                      (("", "nvls"), "NCCL has no forced algorithm here")):
+        assert rows[key]["status"] == "invalid" and rows[key]["error"].startswith(f"{rule}: ")
 
 
 def test_a_megatron_sweep_on_a100s_claiming_nvls_is_marked_invalid_by_list(tmp_path, capsys):

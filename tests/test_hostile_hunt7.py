@@ -308,7 +308,7 @@ def test_an_integer_past_any_double_in_json_is_an_input_error(tmp_path, capsys):
 
 
 def test_an_integer_a_double_holds_is_read():
-    from simpy_astra.config.readers import parse_yaml
+    from simpy_astra.config.yaml_reader import parse_yaml
 
     assert parse_yaml(f"x: {10 ** 308}") == {"x": 10 ** 308}  # 1e308 < 1.797e308
 

@@ -18,7 +18,7 @@ from simpy_astra.config.cluster import load_cluster
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, Gpu, gemm_seconds, streaming_seconds
-from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.workloads.megatron.steps import Collective, Compute
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
@@ -418,7 +418,7 @@ def test_one_expert_top1_is_the_dense_model_plus_its_router():
 
 
 def test_experts_split_over_consecutive_data_parallel_ranks():
-    from simpy_astra.workloads.megatron.schedule import Layout
+    from simpy_astra.workloads.megatron.rank_layout import Layout
 
     job = parse(MOE + " --num-experts 4 --expert-model-parallel-size 2", 8)  # tp2 x dp4, rank = t + 2 d
     layout = Layout.build(job)
@@ -846,7 +846,8 @@ def test_a_task_faster_than_the_host_waits_for_the_host():
     counting as one more: a task of two compute steps (3 and 2 kernels, 1 us of GPU time each)
     around one all-reduce needs (3 + 2 + 1) x 10 = 60 us of host time against 2 us of kernels,
     so the GPU idles 58 us; a task whose kernels outlast the host adds nothing."""
-    from simpy_astra.workloads.megatron.schedule import StageSchedule, host_idle_seconds
+    from simpy_astra.workloads.megatron.host_time import host_idle_seconds
+    from simpy_astra.workloads.megatron.schedule import StageSchedule
 
     steps = [Compute("a", {"gemm": 1e-6}, 3), Collective("ar", 0, 1024), Compute("b", {"gemm": 1e-6}, 2)]
     assert host_idle_seconds(steps) * 1e6 == pytest.approx(58.0)

@@ -9,10 +9,11 @@ import pytest
 
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.host_time import host_idle_seconds, task_host_seconds
 from simpy_astra.workloads.megatron.job import LayerKind
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.schedule import StageSchedule, host_idle_seconds, task_host_seconds
+from simpy_astra.workloads.megatron.schedule import StageSchedule
 from simpy_astra.workloads.megatron.steps import Collective, Compute
 
 #: one layer of a Megatron-Core job on one GPU; the local implementation has no TE modules

@@ -169,3 +169,52 @@ def test_fp8_stores_the_four_gemm_inputs_at_one_byte():
     bf16, fp8 = parse(te, 2), parse(te + " --fp8-format hybrid", 2)
     assert activation_bytes(bf16) == pytest.approx(L * 34 * S * B * H / 2 + _output_layer(2))
     assert activation_bytes(fp8) == pytest.approx(L * 27 * S * B * H / 2 + _output_layer(2))
+
+
+def test_the_figures_after_the_run_reuse_the_fullest_stage_the_bounds_check_worked_out(monkeypatch):
+    """Issue 51 (a report must cost a small part of the run): ``parse`` bounds the job's memory
+    before the run, and the training figures ask for the same fullest stage after it. On
+    SC'21's 64-stage step every stage's schedule order cost about 45 ms after the simulation;
+    now the figures build none, and give the same bytes."""
+    from simpy_astra.workloads.megatron.job import MegatronJob
+
+    job = parse(BASE + " --pipeline-model-parallel-size 4 --global-batch-size 16", 4)  # bounds checked
+    expected = parts_bytes(job)
+    orders = []
+    stage_order = MegatronJob.stage_order
+    monkeypatch.setattr(MegatronJob, "stage_order", lambda self, stage: orders.append(stage) or stage_order(self, stage))
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
+    memory = figures(job, gpu, 10**9).memory_parts_gib
+    assert orders == []
+    assert memory == {name: value / 2**30 for name, value in expected.items()}
+    # a caller's dict of its own: changing it changes nothing for the next caller
+    parts_bytes(job)["activations"] = 0.0
+    assert parts_bytes(job) == expected
+
+
+def test_a_schedule_registered_again_under_its_name_is_asked_again(monkeypatch):
+    """The fullest stage is remembered per job and schedule function: a schedule of one's own
+    registered again under the same name (a researcher editing it) is not answered from the
+    first one's figures. 1F1B's first stage holds min(pp, m) = 2 micro-batches in flight,
+    GPipe's (every forward, then every backward) all m = 4."""
+    from dataclasses import replace
+
+    from simpy_astra.workloads.schedules import registry
+    from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
+    from simpy_astra.workloads.schedules.task import Kind, Task
+
+    def gpipe(stage, pp, micro_batches, chunks=1):
+        return ([Task(Kind.FORWARD, m, 0) for m in range(micro_batches)]
+                + [Task(Kind.BACKWARD, m, 0) for m in range(micro_batches)])
+
+    monkeypatch.setattr(registry, "SCHEDULES", dict(registry.SCHEDULES))
+    job = replace(parse(BASE + " --pipeline-model-parallel-size 2 --global-batch-size 8", 2),
+                  pipeline_schedule="mine")
+    registry.register("mine", one_f_one_b)
+    ours = parts_bytes(job)["activations"]
+    registry.SCHEDULES.pop("mine")
+    registry.register("mine", gpipe)
+    theirs = parts_bytes(job)["activations"]
+    fullest = max((parts_bytes(job, s) for s in range(2)), key=lambda parts: sum(parts.values()))
+    assert theirs == fullest["activations"] > ours
+    assert activation_bytes(job, 0) - _embedding_dropout(4) == pytest.approx(2 * (ours - _embedding_dropout(2)))

@@ -211,7 +211,8 @@ def test_moe_tokens_reach_their_experts_as_the_dispatcher_sends_them(dispatcher)
     before the experts and reduce-scatters the 8 T outputs back after them (the backward the
     reverse); ``alltoall`` sends each of the top-2 copies to its expert's rank and back (the
     gather moves 7 T h x 2 B a GPU each way, the all-to-all 2 T h x 7/8 x 2 B: a quarter)."""
-    from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER, ChunkModel
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+    from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER
     from simpy_astra.workloads.megatron.steps import Collective
 
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()

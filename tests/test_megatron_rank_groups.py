@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from simpy_astra.workloads.megatron.arguments import parse
-from simpy_astra.workloads.megatron.schedule import Layout
+from simpy_astra.workloads.megatron.rank_layout import Layout
 
 BASE = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
         "--micro-batch-size 1 --global-batch-size 256 --bf16 --vocab-size 51200 --disable-bias-linear")

@@ -114,3 +114,15 @@ def test_rank_keys_from_shared_records_equal_keys_built_node_by_node(tmp_path: P
         n.shared = ()
     slow = rank_key(0, nodes, grid, {}, lambda _t: [], "rotate", KeyCache())
     assert fast.key == slow.key and fast.uses_dims and slow.uses_dims  # the collective has no group
+
+
+def test_every_view_of_a_communicator_group_reads_one_table_of_places():
+    """A group's member -> place table is made once for all its views (a view of a view too):
+    a table per member's view was n tables of n entries for an n-member group."""
+    from simpy_astra.engine.collective_plans import CommunicatorGroup
+
+    group = CommunicatorGroup(3, (4, 1, 4, 0))
+    first, second = group.member_view(), group.member_view().member_view()
+    assert first.positions is second.positions is group.positions
+    assert first.positions == {4: 0, 1: 1, 0: 3}  # a repeated member: its first place
+    assert first.streams is not second.streams

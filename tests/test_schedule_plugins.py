@@ -101,7 +101,7 @@ def test_an_edited_schedule_runs_again(user, capsys):
     ("sp_user:two_args", "two_args(stage, pp) cannot be called as fn(stage, pp, micro_batches, chunks)"),
     ("gpipe", "unknown pipeline schedule 'gpipe'; known: 1f1b, interleaved-1f1b, sp-one-at-a-time, zb-h1, zb-v "
               "(or package.module:function)"),
-    # misspellings get the did-you-mean every other field's do (config/readers.py nearest_key)
+    # misspellings get the did-you-mean every other field's do (config/unknown_keys.py nearest_key)
     ("zb-hl", "unknown pipeline schedule 'zb-hl'; did you mean 'zb-h1'? (or package.module:function)"),
     ("1F1B", "unknown pipeline schedule '1F1B'; did you mean '1f1b'?"),
     ("interleaved_1f1b", "did you mean 'interleaved-1f1b'?"),

@@ -82,7 +82,7 @@ def test_a_cluster_preset_is_parsed_once_and_an_edit_is_still_seen(tmp_path, mon
     the file is still read each time, so an edited preset is read as edited."""
     import shutil
 
-    from simpy_astra.config import readers
+    from simpy_astra.config import yaml_reader as readers
     from simpy_astra.config.cluster import load_cluster
 
     preset = tmp_path / "mine.yaml"

@@ -117,7 +117,8 @@ def test_a_v_keeps_the_turn_and_both_ends_of_the_model_on_their_stage():
     with tied embeddings one matrix, so no embedding all-reduce between stages and no second
     copy of the vocabulary's weights anywhere."""
     from simpy_astra.workloads.megatron.memory import stage_parameters
-    from simpy_astra.workloads.megatron.schedule import Layout, build_stage
+    from simpy_astra.workloads.megatron.rank_layout import Layout
+    from simpy_astra.workloads.megatron.schedule import build_stage
     from simpy_astra.workloads.transformer.graph import COLL, RECV, SEND
 
     job = dataclasses.replace(parse(V_PIPE, P), pipeline_schedule="zb-v")

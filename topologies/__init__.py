@@ -7,12 +7,15 @@ file and one line in ``REGISTRY``; its name is what network YAML files write.
 
 from __future__ import annotations
 
+import inspect
 import math
+from typing import Any
 
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
     PluginError,
     claim,
+    class_name,
     from_entry_point,
     import_object,
     unfit_call,
@@ -86,8 +89,10 @@ def lookup(name: str) -> type[BasicTopology] | None:
 
 
 def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
-          graph: GraphSpec | None = None) -> BasicTopology:
-    """One dimension of a network; ``graph`` is the parsed ``graph`` mapping for Graph."""
+          graph: GraphSpec | None = None, field: str = "") -> BasicTopology:
+    """One dimension of a network; ``graph`` is the parsed ``graph`` mapping for Graph.
+    ``field`` is the input that chose a class of the user's (``s.yaml: network: field
+    'topology[0]'``): its errors, raised mid-run, name it, the class and its file."""
     if name == "Graph":
         if graph is None:
             raise GraphSpecError("graph", "is missing; topology Graph needs a graph mapping")
@@ -95,10 +100,20 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
     topology = lookup(name)
     if topology in _OURS:
         return topology(npus_count, bandwidth_gbps, latency_ns)
+    who = _chosen(topology, name, field)
     try:  # a plugin's class: what it raises is its author's error, reported as such
-        return _checked(topology, name)(npus_count, bandwidth_gbps, latency_ns)
+        return _checked(topology, who)(npus_count, bandwidth_gbps, latency_ns)
+    except PluginError:
+        raise  # its __init__ asked a method of its own, which answered wrong: said already
     except (Exception, SystemExit) as exc:  # noqa: BLE001
-        raise PluginError(user_code_problem(f"topology '{name}'", exc), exc) from None
+        raise PluginError(user_code_problem(who, exc), exc) from None
+
+
+def _chosen(topology: type[BasicTopology], name: str, field: str) -> str:
+    """The user's class as its errors name it: the field that chose it, the name it was
+    chosen by and, for a registered name, the class behind it."""
+    label = name if name == class_name(topology) else f"{name}, {class_name(topology)}"
+    return f"{field} ({label})" if field else f"topology '{label}'"
 
 
 def refusal(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float) -> str | None:
@@ -118,19 +133,36 @@ def refusal(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float
     return None
 
 
-_CHECKED: dict[type, type] = {}
+_CHECKED: dict[tuple[type, str], type] = {}
 
 
-def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
+def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
     """``topology`` (the user's class) with every answer it gives the backends checked: a hop
     count, a route, a bandwidth or latency that is negative, not finite, not a number or ends
     at the wrong NPU is the user's error naming the method and what it returned, not an
-    internal error or a hang deep in a backend."""
-    if topology in _CHECKED:
-        return _CHECKED[topology]
-    def wrong(method: str, args: tuple, value: object, expected: str) -> PluginError:
+    internal error or a hang deep in a backend. ``who`` names it (:func:`_chosen`), and what
+    one of its methods raises is said as the method's, in one line."""
+    if (topology, who) in _CHECKED:
+        return _CHECKED[(topology, who)]
+    try:
+        home = inspect.getsourcefile(topology) or topology.__module__
+    except TypeError:  # defined where no file holds it (a class built in a REPL)
+        home = topology.__module__
+
+    def wrong(method: str, args: tuple, value: object, expected: str, also: str = "") -> PluginError:
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-        return PluginError(f"topology '{name}': {method}{args} returned {shown}; expected {expected}")
+        fix = f"{topology.__qualname__}.{method}()" + (f" or {also}()" if also else "")
+        return PluginError(f"{who}: {method}{args} returned {shown}; expected {expected}; fix {fix} in {home}")
+
+    def theirs(method: str, call: Any, *args: Any) -> Any:
+        if getattr(topology, method) is getattr(BasicTopology, method):
+            return call(*args)  # ours (path_profile by default): not theirs to fix
+        try:
+            return call(*args)
+        except PluginError:
+            raise  # a method of theirs that it called answered wrong: said already
+        except Exception as exc:  # noqa: BLE001 - the user's method failed
+            raise PluginError(user_code_problem(f"{who}, method {method}()", exc), exc) from None
 
     def number(value: object, positive: bool) -> bool:
         return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -141,7 +173,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
         name = topology.name  # reports call it as the user's class is called
 
         def hops(self, src: int, dst: int) -> int:
-            value = users_int(super().hops(src, dst))
+            value = users_int(theirs("hops", super().hops, src, dst))
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise wrong("hops", (src, dst), value, "an integer >= 1 (links crossed)")
             return value
@@ -157,7 +189,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
                 self.__dict__["_cross_checking"] = False
             if hops != len(value) - 1:
                 raise wrong("route", (src, dst), value, f"a path of hops{(src, dst)} = {hops} "
-                            f"links, as the congestion-unaware backend charges it (this one has {len(value) - 1})")
+                            f"links, as the congestion-unaware backend charges it (this one has {len(value) - 1})", "hops")
             return value
 
         def check_route(self, src: int, dst: int) -> None:
@@ -169,7 +201,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
 
         def _a_path(self, src: int, dst: int) -> list[int]:
             """The user's route, checked to be a path from ``src`` to ``dst`` along links()."""
-            value = super().route(src, dst)
+            value = theirs("route", super().route, src, dst)
             value = [users_int(d) for d in value] if isinstance(value, list | tuple) else value
             if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
                     or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
@@ -180,25 +212,25 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
                 links = self.__dict__["_links_given"] = set(map(tuple, self.links()))
             off = next(((u, v) for u, v in zip(value, value[1:], strict=False) if (u, v) not in links), None)
             if off is not None:
-                raise wrong("route", (src, dst), value, f"a path along links(): {off} is not a link")
+                raise wrong("route", (src, dst), value, f"a path along links(): {off} is not a link", "links")
             return value
 
         def link_params(self, src: int, dst: int) -> tuple[float, float]:
-            value = super().link_params(src, dst)
+            value = theirs("link_params", super().link_params, src, dst)
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], True)
                     and number(value[1], False)):
                 raise wrong("link_params", (src, dst), value, "(bandwidth GB/s > 0, latency ns >= 0), finite")
             return value
 
         def path_profile(self, src: int, dst: int) -> tuple[float, float]:
-            value = super().path_profile(src, dst)
+            value = theirs("path_profile", super().path_profile, src, dst)
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], False)
                     and number(value[1], True)):
                 raise wrong("path_profile", (src, dst), value, "(latency ns >= 0, bandwidth GB/s > 0), finite")
             return value
 
         def links(self) -> list[tuple[int, int]]:
-            value = super().links()
+            value = theirs("links", super().links)
             if isinstance(value, list | tuple):  # numpy's integers are ids too
                 value = [tuple(map(users_int, e)) if isinstance(e, tuple | list) else e for e in value]
             if not isinstance(value, list | tuple) or not all(
@@ -213,7 +245,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
 
     Checked.__name__ = Checked.__qualname__ = topology.__name__
     Checked.__module__ = topology.__module__
-    _CHECKED[topology] = Checked
+    _CHECKED[(topology, who)] = Checked
     return Checked
 
 

@@ -101,6 +101,9 @@ class WorkloadLayout:
     #: the job issues an all-gather or a reduce-scatter (NCCL runs PAT for them on a group of one
     #: GPU a node, reading every fitted share); False: it issues neither. True where not known
     gathers: bool = True
+    #: each all-gather and reduce-scatter runs over every rank at once (a microbenchmark's), so
+    #: its group holds a whole node's GPUs and NCCL runs PAT for it only at one GPU a node
+    gathers_on_every_rank: bool = False
 
 
 @dataclass(frozen=True)

@@ -145,11 +145,12 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = "workload") -> tu
 def layout(params: dict[str, Any]) -> WorkloadLayout:
     """Registry entry: whether the network plays its exchange message by message (a send, an
     all-to-all), reading its routes' latencies (a cluster's analytical backend times the other
-    collectives by NCCL's model), and whether it gathers (an all-gather or reduce-scatter). A
-    kind not known does both (its error is told when generating)."""
+    collectives by NCCL's model), and whether it gathers (an all-gather or reduce-scatter, over
+    every NPU). A kind not known does both (its error is told when generating)."""
     collective = params.get("collective")
     kind = COLLECTIVES.get(collective) if isinstance(collective, str) else None
-    return WorkloadLayout(plays_messages=kind in (None, ALL_TO_ALL), gathers=kind in (None, ALL_GATHER, REDUCE_SCATTER))
+    return WorkloadLayout(plays_messages=kind in (None, ALL_TO_ALL), gathers=kind in (ALL_GATHER, REDUCE_SCATTER) or kind is None and collective != SEND_RECV,
+                          gathers_on_every_rank=True)
 
 
 #: the parameters a scenario's ``{generate: microbench, ...}`` takes

@@ -9,7 +9,7 @@ network can, since they share that latency and bandwidth. So each collective tha
 tries its candidates with the others held (one pass, in a fixed order), and a candidate
 replaces the current choice only when the whole fit improves by more than ``MIN_GAIN``;
 otherwise, and for collectives without a log, the documented default stays
-(``model.default_implementations``: NCCL's tree-like latency for all-reduce, ring for
+(``system_defaults.default_implementations``: NCCL's tree-like latency for all-reduce, ring for
 all-gather and reduce-scatter, one peer at a time for all-to-all).
 """
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy_astra.calibration.model import MIB, calibrate, geomean_error
+from simpy_astra.calibration.geomean_solver import geomean_error
+from simpy_astra.calibration.model import MIB, calibrate
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
 

@@ -9,9 +9,11 @@ import sys
 import tempfile
 from typing import Any
 
-from simpy_astra.calibration.model import check_network, default_system, refuse_unfittable
+from simpy_astra.calibration.network_dims import check_network, refuse_unfittable
+from simpy_astra.calibration.system_defaults import default_system
 from simpy_astra.config import load_system_json, network_from_mapping
-from simpy_astra.config.readers import load_json, load_yaml_mapping, parse_json
+from simpy_astra.config.json_reader import load_json, parse_json
+from simpy_astra.config.yaml_reader import load_yaml_mapping
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 

@@ -1,6 +1,7 @@
-"""Drive the simulator for one collective, and fit network parameters to measured times.
+"""Fit network parameters to measured times, through a linear model of the simulator.
 
-Everything that runs the simulator goes through :func:`simulate_collective`, the one place
+Everything that runs the simulator goes through
+:func:`~simpy_astra.calibration.simulator_adapter.simulate_collective`, the one place
 that knows the engine's entry point (a scenario with an inline network and system and a
 generated microbenchmark workload, exactly what ``simpy-astra run`` reads).
 
@@ -19,185 +20,28 @@ them off a handful of simulations (one base run and one per parameter). The fit 
 few non-negative unknowns (a latency and a bandwidth scale per group of dimensions) and
 minimises the geometric-mean error by trying every vertex of that small problem: no starting
 point, no iteration, the same answer every time. Validation simulates every logged size.
+
+Its parts: :mod:`~simpy_astra.calibration.simulator_adapter` runs the simulator,
+:mod:`~simpy_astra.calibration.system_defaults` and :mod:`~simpy_astra.calibration.network_dims`
+set up what is fitted, :mod:`~simpy_astra.calibration.geomean_solver` solves the fit.
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
-import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.calibration.geomean_solver import geomean_error, minimise
 from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
-from simpy_astra.config.readers import dump_yaml
-from simpy_astra.config.scenario import load_scenario
+from simpy_astra.calibration.network_dims import check_network, span, sub_network, sub_system
+from simpy_astra.calibration.simulator_adapter import comm_size, simulate_collective
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
-from simpy_astra.simulation import Simulation
-from simpy_astra.workloads.chakra import make_node, write_et
-from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
 
-#: above this many candidate vertices the fit iterates instead (three or more dimension groups)
-MAX_VERTICES = 100_000
 #: bytes per GB in the network YAML (``simpy_astra/infra/units.py``: bandwidth is GiB/s)
 YAML_GB = 2**30
 MIB = 1 << 20
-#: the network backends ``calibrate`` and ``validate`` can drive (scenario key ``backend``)
-
-#: the system knobs calibrate sets when --system does not (docs/calibration.md, "Calibrating to a real cluster")
-DEFAULT_SYSTEM: dict[str, Any] = {
-    "scheduling-policy": "LIFO",
-    "collective-optimization": "localBWAware",
-    "endpoint-delay": 10,
-    "active-chunks-per-dimension": 1,
-    "preferred-dataset-splits": 1,
-    # NCCL reduces while it forwards (the reduction is fused into the copy kernel), so no
-    # separate reduction pass: a local memory this fast makes ASTRA-sim's 3 x bytes / bw
-    # negligible (1 ns a pass per 10^6 B, truncated: none under 1 MB)
-    "local-mem-bw": 1_000_000,
-}
-
-
-def default_implementations(npus_count: list[int]) -> dict[str, list[str]]:
-    """Algorithms whose latency structure matches NCCL's (docs/calibration.md explains the choice).
-
-    All-reduce: halving-doubling (bandwidth-optimal like a ring, but log2(n) steps, close to
-    NCCL's tree for small sizes) where a dimension is a power of two, else ring. All-gather
-    and reduce-scatter: ring, as NCCL. All-to-all: direct with a window of one, i.e. one
-    peer at a time at the full link rate (the congestion-unaware backend would otherwise let
-    n-1 messages use n-1 full links at once).
-    """
-    ar = ["halvingDoubling" if n & (n - 1) == 0 else "ring" for n in npus_count]
-    dims = len(npus_count)
-    return {
-        "all-reduce-implementation": ar,
-        "all-gather-implementation": ["ring"] * dims,
-        "reduce-scatter-implementation": ["ring"] * dims,
-        "all-to-all-implementation": ["direct1"] * dims,
-    }
-
-
-def default_system(network: dict[str, Any]) -> dict[str, Any]:
-    return {**DEFAULT_SYSTEM, **default_implementations(list(network["npus_count"]))}
-
-
-# ----------------------------------------------------------------------------- the adapter
-def comm_size(collective: str, nccl_size: int, ranks: int) -> int:
-    """The Chakra ``comm_size`` of the node that reproduces an nccl-tests row of ``nccl_size``.
-
-    nccl-tests prints the largest buffer: all-gather's is the gathered output, so each rank
-    contributes size/n (ASTRA-sim's all-gather ``comm_size`` is the per-rank input);
-    all-reduce, reduce-scatter (input), all-to-all (each rank's send buffer) and send/receive
-    print what ASTRA-sim calls the collective's size.
-    """
-    return nccl_size // ranks if collective == "all_gather" else nccl_size
-
-
-def simulate_collective(network: dict[str, Any], system: dict[str, Any], collective: str,
-                        size_bytes: int, num_npus: int, backend: str = DEFAULT_BACKEND) -> int:
-    """Simulated time in ns of one ``collective`` of ``size_bytes`` (ASTRA-sim's comm_size) on
-    ``num_npus`` NPUs, given the network YAML and system JSON as mappings.
-
-    The only function here that knows how the engine is driven: a scenario with the network
-    and system inline and a microbenchmark workload, loaded by ``load_scenario`` and run by
-    ``Simulation``, as ``simpy-astra run`` does. ``sendrecv`` (nccl-tests' ring of
-    neighbour exchanges) has no microbenchmark generator, so its traces are written here.
-    """
-    with tempfile.TemporaryDirectory(prefix="simpy-astra-calib-") as tmp:
-        if collective == "sendrecv":
-            workload: Any = _write_sendrecv(os.path.join(tmp, "sendrecv"), size_bytes, num_npus)
-        else:
-            workload = {"generate": "microbench", "collective": collective, "size": size_bytes,
-                        "num_npus": num_npus}
-        path = os.path.join(tmp, "scenario.yaml")
-        with open(path, "w") as f:
-            dump_yaml({"workload": workload, "system": system, "network": network,
-                            "backend": backend}, f)
-        inputs = load_scenario(path)
-        reports = Simulation(inputs).run()
-    return max(r.finished_cycles for r in reports)
-
-
-def _write_sendrecv(prefix: str, size_bytes: int, n: int) -> str:
-    """Every rank sends ``size_bytes`` to rank+1 and receives as much from rank-1."""
-    for rank in range(n):
-        send = make_node(1, "send", COMM_SEND_NODE, attrs={"comm_dst": (rank + 1) % n,
-                                                          "comm_size": size_bytes, "comm_tag": 1})
-        recv = make_node(2, "recv", COMM_RECV_NODE, attrs={"comm_src": (rank - 1) % n,
-                                                          "comm_size": size_bytes, "comm_tag": 1})
-        write_et(f"{prefix}.{rank}.et", [send, recv])
-    return prefix
-
-
-# ------------------------------------------------------------------------- network helpers
-def refuse_unfittable(network: dict[str, Any], where: str) -> None:
-    """A network calibrate cannot fit, said before the simulator reads it (so a graph's module
-    need not import first): a networkx graph, whose links carry their own values, or a whole
-    scenario given for its network."""
-    topology = network.get("topology")
-    if isinstance(topology, dict) and "networkx" in topology:
-        raise InputError.at(where, "topology", "is a networkx graph ({networkx: ...}), whose links carry their own "
-                                               "bandwidth and latency; calibrate fits one bandwidth and latency per "
-                                               "dimension, so give lists with one entry per dimension: topology "
-                                               "(Ring, Switch, FullyConnected or Line), npus_count, bandwidth, latency")
-    if "topology" not in network and isinstance(network.get("network"), dict | str):
-        raise InputError(f"{where}: is a scenario (it has network:, no topology:); --network takes a network "
-                         f"YAML: save the scenario's network: block as a file of its own and give that")
-
-
-def check_network(network: dict[str, Any], where: str) -> None:
-    refuse_unfittable(network, where)
-    for key in ("topology", "npus_count", "bandwidth", "latency"):
-        if not isinstance(network.get(key), list) or not network[key]:
-            raise InputError.at(where, key, "must be a list with one entry per dimension")
-    if "Graph" in network["topology"]:
-        raise InputError.at(where, "topology", "calibrate fits per-dimension bandwidth and latency; "
-                                               "a Graph dimension carries its own per-link values, "
-                                               "which it does not scale (use Ring, Switch, "
-                                               "FullyConnected or Line)")
-
-
-def span(network: dict[str, Any], ranks: int, where: str) -> list[int]:
-    """The NPU counts per dimension a run on ``ranks`` GPUs uses: the leading dimensions,
-    the last one possibly in part (16 GPUs of an 8 x 8 network use 8 x 2: two of its nodes)."""
-    counts = [int(n) for n in network["npus_count"]]
-    used: list[int] = []
-    product = 1
-    for n in counts:
-        if product * n >= ranks:
-            if ranks % product == 0 and ranks // product >= 2:
-                used.append(ranks // product)
-                return used
-            if ranks == product:
-                return used
-            break
-        used.append(n)
-        product *= n
-    shape = " x ".join(str(n) for n in counts)
-    raise InputError(f"{where}: the log ran on {ranks} GPUs, which the network ({shape}) cannot hold "
-                     f"as its leading dimensions (the last one possibly in part); give a network "
-                     f"whose first dimensions hold exactly the GPUs of the run")
-
-
-def sub_network(network: dict[str, Any], counts: list[int]) -> dict[str, Any]:
-    """The network restricted to the leading ``len(counts)`` dimensions, with these NPU counts."""
-    out = copy.deepcopy(network)
-    dims = len(counts)
-    for key in ("topology", "bandwidth", "latency"):
-        out[key] = list(network[key])[:dims]
-    out["npus_count"] = list(counts)
-    return out
-
-
-def sub_system(system: dict[str, Any], dims: int) -> dict[str, Any]:
-    out = dict(system)
-    for key, value in system.items():
-        if key.endswith("-implementation") and isinstance(value, list) and len(value) > dims:
-            out[key] = value[:dims]
-    return out
 
 
 # ------------------------------------------------------------------------------ the model
@@ -282,109 +126,6 @@ class FitResult:
     model_errors: list[float] = field(default_factory=list)  # per used point, model vs measured
 
 
-def geomean_error(errors: list[float]) -> float:
-    """exp(mean(ln(1 + |e|))) - 1: the geometric mean of the error factors, minus one."""
-    if not errors:
-        return float("nan")
-    return math.exp(sum(math.log1p(abs(e)) for e in errors) / len(errors)) - 1
-
-
-def _solve(a: list[list[float]], y: list[float]) -> list[float] | None:
-    """Square system by Gaussian elimination with partial pivoting; None if singular."""
-    k = len(y)
-    m = [list(row) + [t] for row, t in zip(a, y, strict=True)]
-    for col in range(k):
-        piv = max(range(col, k), key=lambda i: abs(m[i][col]))
-        if abs(m[piv][col]) < 1e-12:
-            return None
-        m[col], m[piv] = m[piv], m[col]
-        for i in range(k):
-            if i != col and m[i][col] != 0.0:
-                f = m[i][col] / m[col][col]
-                m[i] = [vi - f * vc for vi, vc in zip(m[i], m[col], strict=True)]
-    return [m[i][k] / m[i][i] for i in range(k)]
-
-
-def _minimise(a: list[list[float]], y: list[float], positive: list[int]) -> list[float]:
-    """x >= 0 (x[j] > 0 for j in ``positive``) minimising sum ln(1 + |a_i . x - y_i|).
-
-    The objective is concave in each |residual|, so a minimum sits where as many residuals
-    or variables are zero as there are unknowns: every such vertex is tried (a few hundred
-    for one group of dimensions), and the best one, first in a fixed order, wins.
-    Deterministic, no starting point, no tolerance to tune."""
-    k = len(a[0])
-    n = len(a)
-    # constraints: residual i = 0 (ids 0..n-1), or x[j] = 0 (ids n..n+k-1) for free variables
-    ids = list(range(n)) + [n + j for j in range(k) if j not in positive]
-    if math.comb(len(ids), k) > MAX_VERTICES:
-        return _irls(a, y, positive)
-    best: tuple[float, list[float]] | None = None
-    for combo in itertools.combinations(ids, k):
-        rows, rhs = [], []
-        for c in combo:
-            if c < n:
-                rows.append(a[c])
-                rhs.append(y[c])
-            else:
-                rows.append([1.0 if j == c - n else 0.0 for j in range(k)])
-                rhs.append(0.0)
-        x = _solve(rows, rhs)
-        if x is None or any(v < -1e-12 for v in x) or any(x[j] <= 0 for j in positive):
-            continue
-        x = [max(v, 0.0) for v in x]
-        obj = sum(math.log1p(abs(sum(r[j] * x[j] for j in range(k)) - t)) for r, t in zip(a, y, strict=True))
-        if best is None or obj < best[0] - 1e-12:
-            best = (obj, x)
-    if best is None:
-        raise InputError("calibrate: no positive bandwidth fits these logs (do their times grow "
-                         "with size?)")
-    return best[1]
-
-
-def _weighted_nnls(a: list[list[float]], y: list[float], w: list[float], positive: list[int]) -> list[float] | None:
-    """min sum w_i (a_i . x - y_i)^2 with x >= 0 (> 0 for ``positive``): every zero pattern."""
-    k = len(a[0])
-    free = [j for j in range(k) if j not in positive]
-    best: tuple[float, list[float]] | None = None
-    for zeros in range(len(free) + 1):
-        for zero_set in itertools.combinations(free, zeros):
-            cols = [j for j in range(k) if j not in zero_set]
-            normal = [[sum(wi * r[i] * r[j] for r, wi in zip(a, w, strict=True)) for j in cols] for i in cols]
-            rhs = [sum(wi * r[i] * t for r, t, wi in zip(a, y, w, strict=True)) for i in cols]
-            sol = _solve(normal, rhs)
-            if sol is None or any(v < 0 for v in sol) or any(v <= 0 for j, v in zip(cols, sol, strict=True)
-                                                              if j in positive):
-                continue
-            x = [0.0] * k
-            for j, v in zip(cols, sol, strict=True):
-                x[j] = v
-            res = sum(wi * (sum(r[j] * x[j] for j in range(k)) - t) ** 2 for r, t, wi in zip(a, y, w, strict=True))
-            if best is None or res < best[0] - 1e-15:
-                best = (res, x)
-    return best[1] if best else None
-
-
-def _irls(a: list[list[float]], y: list[float], positive: list[int]) -> list[float]:
-    """Too many vertices to try: iteratively reweighted least squares on the same objective,
-    from the plain least-squares solution (still deterministic)."""
-    w = [1.0] * len(a)
-    x = _weighted_nnls(a, y, w, positive)
-    if x is None:
-        raise InputError("calibrate: no positive bandwidth fits these logs (do their times grow "
-                         "with size?)")
-    for _ in range(200):
-        res = [sum(r[j] * x[j] for j in range(len(x))) - t for r, t in zip(a, y, strict=True)]
-        w = [1.0 / ((1 + abs(e)) * max(abs(e), 1e-4)) for e in res]
-        nxt = _weighted_nnls(a, y, w, positive)
-        if nxt is None:
-            break
-        moved = max(abs(p - q) / max(abs(q), 1e-12) for p, q in zip(nxt, x, strict=True))
-        x = nxt
-        if moved < 1e-9:
-            break
-    return x
-
-
 def fit(network: dict[str, Any], system: dict[str, Any], observations: list[Observation],
         models: dict[tuple[str, int], LinearModel], min_size: int) -> FitResult:
     """Per group of dimensions, one latency and one bandwidth scale on the given values.
@@ -427,7 +168,7 @@ def fit(network: dict[str, Any], system: dict[str, Any], observations: list[Obse
         rows.append([v / o.time_ns for v in row])
         targets.append((o.time_ns - fixed) / o.time_ns)
     k = len(groups)
-    x = _minimise(rows, targets, positive=list(range(k, 2 * k)))
+    x = minimise(rows, targets, positive=list(range(k, 2 * k)))
     latency, bandwidth = list(lat0), list(bw0)
     for gi, g in enumerate(groups):
         for d in g:

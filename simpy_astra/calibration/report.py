@@ -9,16 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.calibration.geomean_solver import geomean_error
 from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
-from simpy_astra.calibration.model import (
-    MIB,
-    comm_size,
-    geomean_error,
-    simulate_collective,
-    span,
-    sub_network,
-    sub_system,
-)
+from simpy_astra.calibration.model import MIB
+from simpy_astra.calibration.network_dims import span, sub_network, sub_system
+from simpy_astra.calibration.simulator_adapter import comm_size, simulate_collective
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.network.backends import DEFAULT_BACKEND

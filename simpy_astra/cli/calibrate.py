@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from simpy_astra.config.readers import dump_yaml
+from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError
 from simpy_astra.infra.files import escaped
 

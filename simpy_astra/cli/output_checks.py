@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def _name_fits(path: str, flag: str) -> None:
     """A path the OS accepts: no name over 255 bytes, no NUL (else the run would fail at the end)."""
-    from simpy_astra.config.readers import short_path
+    from simpy_astra.config.file_text import short_path
 
     if "\0" in path or any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)) \
             or len(os.fsencode(os.path.abspath(path))) >= 4096:
@@ -45,7 +45,7 @@ def _given(path: str | None, flag: str, kind: str) -> bool:
 def _not_a_sweeps(path: str, flag: str) -> None:
     """Refuse a file of a sweep's results folder (one holding sweep.json): ``--json-out
     out/results.csv`` or ``--plots out`` (breakdown.png) replaced the sweep's file in silence."""
-    from simpy_astra.config.readers import short_path
+    from simpy_astra.config.file_text import short_path
 
     folder, name = os.path.split(os.path.realpath(path))
     shown = os.path.dirname(short_path(path)) or "."

@@ -134,9 +134,10 @@ def _held_lines(done: Finished) -> None:
 def _json(done: Finished) -> None:
     """Every figure, and what made them (version, source digest, backend, input digests)."""
     from simpy_astra import __version__
+    from simpy_astra.engine.figure_names import NAMES_NOTE, with_ns_names
     from simpy_astra.infra import files
     from simpy_astra.infra.source_digest import simulator_identity
-    from simpy_astra.report.identity import NAMES_NOTE, inputs_of, with_ns_names
+    from simpy_astra.report.identity import inputs_of
     from simpy_astra.report.json_text import indented_json
 
     reports = done.reports
@@ -175,7 +176,6 @@ def npu_entries(reports: list, breakdowns: dict) -> dict[str, dict]:
     (``breakdown_ns``), by NPU id. A folded run's NPUs share their representative's figures
     and breakdown (16,384 NPUs, a few dozen distinct): one entry is made per distinct pair and
     shared, which :func:`~simpy_astra.report.json_text.indented_json` then encodes once."""
-    from simpy_astra.report.identity import with_ns_names
 
     made: dict[tuple, dict] = {}
     npus = {}
@@ -187,7 +187,7 @@ def npu_entries(reports: list, breakdowns: dict) -> dict[str, dict]:
                id(r.roofline), id(r.memory_breakdown), id(b))
         entry = made.get(key)
         if entry is None:
-            entry = made[key] = with_ns_names(r.as_dict())
+            entry = made[key] = r.as_dict()  # its figures under both names, as NpuReport gives them
             if b is not None:
                 entry["breakdown_ns"] = b.ordered()
         npus[str(r.npu_id)] = entry

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.cli.output_checks import _not_stdout
-from simpy_astra.config.readers import dump_yaml
+from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
 from simpy_astra.infra.stopping import Terminated, raise_stop
@@ -495,9 +495,9 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     if done and all(o.invalid for o in done):
         # the summary above named each point's rule; its whole reason is in results.csv
         rule = done[0].figures["error"].split(": ", 1)[0]
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each breaks a rule of the "
-              f"real framework (Megatron-LM's, NCCL's), e.g. '{printable(rule)}'; change the axes (results.csv has each reason)",
-              file=sys.stderr)
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each breaks a rule a real "
+              f"job keeps (Megatron-LM's, NCCL's, a model's split), e.g. '{printable(rule)}'; change the axes "
+              f"(results.csv has each reason)", file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from simpy_astra.config.cluster_presets import preset_path
-from simpy_astra.config.readers import nearest_key
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.engine.nccl_names import ALGORITHMS, FORCEABLE
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from simpy_astra.config.readers import nearest_key, show_value
+from simpy_astra.config.field_values import show_value
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files
 

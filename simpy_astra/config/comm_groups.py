@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.config.field_values import INT32_MAX, require_mapping, show_value
 from simpy_astra.config.file_kinds import refuse_another_kind
-from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
+from simpy_astra.config.file_text import PathLike
+from simpy_astra.config.json_reader import load_json_object
 from simpy_astra.errors import InputError, integer_fix
 
 #: a group id as ASTRA-sim reads one: a decimal integer > 0, no leading zero

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.readers import refuse_unknown_keys, show_value
+from simpy_astra.config.field_values import show_value
 from simpy_astra.config.system import SystemConfig
+from simpy_astra.config.unknown_keys import refuse_unknown_keys
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import files, horizon
 from simpy_astra.workloads.generated import lazy_traces

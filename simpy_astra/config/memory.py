@@ -7,17 +7,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.config.field_values import UINT64_MAX, json_choice, json_int, require_mapping, show_value
 from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
-from simpy_astra.config.readers import (
-    UINT64_MAX,
-    PathLike,
-    json_choice,
-    json_int,
-    load_json_object,
-    require_mapping,
-    show_value,
-    unknown_key_warnings,
-)
+from simpy_astra.config.file_text import PathLike
+from simpy_astra.config.json_reader import load_json_object
+from simpy_astra.config.unknown_keys import unknown_key_warnings
 from simpy_astra.errors import InputError
 from simpy_astra.infra.horizon import HORIZON_NS
 

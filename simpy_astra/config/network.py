@@ -13,14 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from simpy_astra.config.field_values import require_mapping, show_value
 from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
-from simpy_astra.config.readers import (
-    PathLike,
-    load_yaml_mapping,
-    require_mapping,
-    show_value,
-    unknown_key_warnings,
-)
+from simpy_astra.config.file_text import PathLike
+from simpy_astra.config.unknown_keys import unknown_key_warnings
+from simpy_astra.config.yaml_reader import load_yaml_mapping
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import horizon
 from simpy_astra.infra.stopping import requested
@@ -68,6 +65,10 @@ class NetworkConfig:
     #: a cluster preset's all-reduce timed as NCCL times it
     #: (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); None: played on the network
     nccl: Any = None
+
+    def topology_field(self, dim: int) -> str:
+        """The input that chose dimension ``dim``'s topology, as its errors name it."""
+        return f"{self.source}: field 'topology[{dim}]'"
 
     @property
     def num_dims(self) -> int:
@@ -514,5 +515,12 @@ def with_python_overrides(inputs: Any, topology: Any = None, routes: Any = None,
     if topology is not None or routes is not None:
         inputs = with_topology(inputs, topology, routes)
     if link_model is not None or switch_model is not None or link_params or switch_params:
+        from simpy_astra.network.backends import BACKENDS  # deferred: the backends import models, plug-ins
+
+        spec = BACKENDS.get(inputs.backend)
+        if spec is not None and spec.reads_element_models is False:  # named as given, not as a YAML field
+            given = "link_model=" if link_model is not None or link_params else "switch_model="
+            raise InputError(f"{given}: element models replace the links and switches of the congestion_aware "
+                             f"backend only, and this run's is {inputs.backend}; pass backend='congestion_aware'")
         inputs = with_models(inputs, link_model, link_params, switch_model, switch_params)
     return inputs

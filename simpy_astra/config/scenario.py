@@ -62,7 +62,6 @@ from simpy_astra.config.cluster_system import plays_custom_collectives, refuse_u
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.key_homes import key_home
 from simpy_astra.config.plugin_modules import load_plugins
-from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario_cluster import (
     on_preset_routes,
     reads_gpu,
@@ -74,6 +73,7 @@ from simpy_astra.config.scenario_cluster import (
 from simpy_astra.config.scenario_files import comm_groups_field, read_block
 from simpy_astra.config.scenario_jobs import jobs_inputs
 from simpy_astra.config.scenario_workload import generator_entry, read_workload
+from simpy_astra.config.unknown_keys import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.unread_cluster_keys import (
     refuse_unread_cluster_keys,
     unplayed_latencies,
@@ -118,8 +118,9 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = with_cluster(path, doc)
-    gathers = prepared is None or prepared.layout().gathers
-    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster, doc["cluster"], gathers)] \
+    job_layout = prepared.layout() if prepared is not None else None
+    gathers = (True, False) if job_layout is None else (job_layout.gathers, job_layout.gathers_on_every_rank)
+    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster, doc["cluster"], *gathers)] \
         if cluster is not None else []
     on_preset = cluster is not None and not user_network  # the preset's own machine
     if cluster is not None and user_network and cluster.nccl_algo in MODEL_ONLY:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.config.comm_groups import WrittenGroups
 from simpy_astra.config.inputs import WorkloadInfo
-from simpy_astra.config.readers import nearest_key
 from simpy_astra.config.scenario_files import scenario_path
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files
 

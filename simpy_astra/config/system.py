@@ -14,22 +14,22 @@ from typing import Any
 
 from simpy_astra.collectives import known_names as known_collective_names
 from simpy_astra.collectives import resolve as resolve_collective
-from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
-from simpy_astra.config.readers import (
+from simpy_astra.config.field_values import (
     INT32_MAX,
-    PathLike,
     as_c_float,
     json_choice,
     json_float,
     json_int,
     json_string,
     json_switch,
-    load_json_object,
-    load_yaml_mapping,
-    nearest_key,
     require_mapping,
     show_value,
 )
+from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
+from simpy_astra.config.file_text import PathLike
+from simpy_astra.config.json_reader import load_json_object
+from simpy_astra.config.unknown_keys import nearest_key
+from simpy_astra.config.yaml_reader import load_yaml_mapping
 from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files, horizon
 from simpy_astra.plugins import NOT_LOADED_HINT, PluginError

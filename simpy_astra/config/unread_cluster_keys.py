@@ -62,7 +62,8 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
         raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
 
 
-def _unused_shares(cluster: Cluster, written: Iterable[str], gathers: bool) -> dict[str, tuple[str, str]]:
+def _unused_shares(cluster: Cluster, written: Iterable[str], gathers: bool,
+                   on_every_rank: bool) -> dict[str, tuple[str, str]]:
     """Each key ``written`` of a fitted NCCL algorithm's term that this cluster never runs ->
     (the algorithm, why): its tree share beside ``nccl_algo: ring``, its NVLS share where the
     nodes have no NVLS (``nvls: false``, or the preset's) or one GPU each (NCCL runs NVLS only
@@ -70,10 +71,12 @@ def _unused_shares(cluster: Cluster, written: Iterable[str], gathers: bool) -> d
     ``nccl_latency_scale`` fitted on such an algorithm (``nccl_latency_scale_algo``, written or
     the preset's). PAT reads every share: having no fit of its own, it runs at the mean of the
     machine's (``Links.scaled``); it runs where forced, and NCCL may choose it for a job's
-    all-gather or reduce-scatter (``gathers``) on a group of one GPU a node (several nodes)."""
+    all-gather or reduce-scatter (``gathers``) on a group of one GPU a node (several nodes; a
+    group of every rank, ``on_every_rank``, holds one only at ``gpus_per_node`` 1)."""
     forced, keys = cluster.nccl_algo, set(written)
     scaled = cluster.node.get("nccl_latency_scale_algo")
-    pat = forced == "pat" or forced not in FORCEABLE and gathers and cluster.nodes > 1
+    pat = forced == "pat" or (forced not in FORCEABLE and gathers and cluster.nodes > 1
+                              and (int(cluster.node["gpus"]) == 1 or not on_every_rank))
     out = {}
     for algo in ("tree", "nvls"):
         why = (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
@@ -89,18 +92,20 @@ def _unused_shares(cluster: Cluster, written: Iterable[str], gathers: bool) -> d
     return out
 
 
-def unused_share_keys(cluster: Cluster, written: Iterable[str], gathers: bool = True) -> dict[str, str]:
+def unused_share_keys(cluster: Cluster, written: Iterable[str], gathers: bool = True,
+                      on_every_rank: bool = False) -> dict[str, str]:
     """Each key of :func:`_unused_shares` -> why: the step is the same without it (a sweep runs
     such points once)."""
-    return {key: why for key, (_, why) in _unused_shares(cluster, written, gathers).items()}
+    return {key: why for key, (_, why) in _unused_shares(cluster, written, gathers, on_every_rank).items()}
 
 
-def unused_algorithm_shares(cluster: Cluster, written: Iterable[str], gathers: bool = True) -> list[str]:
+def unused_algorithm_shares(cluster: Cluster, written: Iterable[str], gathers: bool = True,
+                            on_every_rank: bool = False) -> list[str]:
     """A line for each of :func:`unused_share_keys`. Said, not refused: a calibrated cluster
     keeps every share, and a sweep over ``nccl_algo`` (what if NCCL ran the ring here) gives them
     to every point."""
     return [f"{cluster.where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs {algo}, "
-            f"and {why}" for key, (algo, why) in _unused_shares(cluster, written, gathers).items()]
+            f"and {why}" for key, (algo, why) in _unused_shares(cluster, written, gathers, on_every_rank).items()]
 
 
 def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:

@@ -26,30 +26,32 @@ from simpy_astra.errors import InputError
 class CommunicatorGroup:
     """One NPU's view of a communicator group: members and its own stream-id counter."""
 
-    __slots__ = ("group_id", "members", "_places", "streams", "plans")
+    __slots__ = ("group_id", "members", "streams", "plans", "_shared", "_positions")
 
-    def __init__(self, group_id: int, members: tuple[int, ...], places: list | None = None) -> None:
+    def __init__(self, group_id: int, members: tuple[int, ...], shared: CommunicatorGroup | None = None) -> None:
         self.group_id = group_id
         self.members = members
-        #: [member -> its place in ``members``], made when first asked and shared by every view
-        #: of the group: each member asking ``members.index`` (or ``in members``) scanned an
-        #: n-member group n times, hours at 262,144 GPUs; made lazily, as a file may hold
-        #: 300,000 groups that no NPU asks about
-        self._places = places if places is not None else [None]
+        #: the group's view whose member places every view of it reads (None: this one)
+        self._shared = shared
+        self._positions: dict[int, int] | None = None
         self.streams = StreamCounter(first_stream_id(group_id))
         self.plans: dict[tuple, CollectivePlan] = {}
 
     @property
     def positions(self) -> dict[int, int]:
-        """Member -> its (first) place in ``members``."""
-        found = self._places[0]
-        if found is None:
-            found = self._places[0] = {m: i for i, m in reversed(list(enumerate(self.members)))}
-        return found
+        """Member -> its (first) place in ``members``: made when first asked, once for every view
+        of the group (each member asking ``members.index``, or ``in members``, scanned an
+        n-member group n times, hours at 262,144 GPUs; made lazily, as a file may hold 300,000
+        groups that no NPU asks about)."""
+        if self._shared is not None:
+            return self._shared.positions
+        if self._positions is None:
+            self._positions = {m: i for i, m in reversed(list(enumerate(self.members)))}
+        return self._positions
 
     def member_view(self) -> CommunicatorGroup:
         """A member's own view: its stream ids and plans, the members and places shared."""
-        return CommunicatorGroup(self.group_id, self.members, self._places)
+        return CommunicatorGroup(self.group_id, self.members, self if self._shared is None else self._shared)
 
 
 class CollectivePlanner:

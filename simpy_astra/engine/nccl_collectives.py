@@ -19,6 +19,7 @@ from functools import partial
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
+from simpy_astra.engine.nccl_names import NO_FORCED_ALGORITHM
 from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.network.rails import Rails
@@ -87,7 +88,7 @@ class NcclAllReduce:
             raise InvalidConfigurationError(
                 f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape)}, and "
                 f"NCCL_ALGO={self.forced.upper()} stops NCCL there (2.24 on); leave nccl_algo out for NCCL's "
-                f"choice{_instead(self.forced, kind)}", "NCCL has no forced algorithm here")
+                f"choice{_instead(self.forced, kind)}", NO_FORCED_ALGORITHM)
         return self.forced
 
     def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE) -> int:

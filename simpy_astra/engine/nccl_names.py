@@ -9,3 +9,6 @@ ALGORITHMS = ("ring", "tree", "nvls")
 #: messages)
 FORCEABLE = (*ALGORITHMS, "pat")
 MODEL_ONLY = ("tree", "nvls", "pat")
+#: the rule a sweep's point breaks where NCCL has no forced algorithm for a collective (NCCL 2.24
+#: on stops there, as a real job would): an invalid point, not a failure of the simulator
+NO_FORCED_ALGORITHM = "NCCL has no forced algorithm here"

@@ -3,13 +3,12 @@ cluster preset, to NCCL's timing), a send or a receive to the network, a METADAT
 communicator groups; each node's fields checked as it is issued, an error naming the node.
 
 :class:`NpuCommunication` is the part of :class:`~simpy_astra.engine.npu.Npu` that issues
-the communication nodes of its graph; what it reads of the NPU is declared in its class body.
+the communication nodes of its graph; what it reads of the NPU is its contract, :class:`CommunicatingNpu`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from simpy_astra.engine.system_layer import dimension_active
 from simpy_astra.engine.tags import native_tag
@@ -47,10 +46,11 @@ class RunServices(Protocol):
     nccl: Any
 
 
-class NpuCommunication:
-    """Communication nodes issued (mixed into :class:`~simpy_astra.engine.npu.Npu`).
-
-    What it reads of the NPU, set by ``Npu.__init__`` (annotations only: no class attribute)."""
+@runtime_checkable
+class CommunicatingNpu(Protocol):
+    """What :class:`NpuCommunication` reads of the NPU it is part of: the contract
+    :class:`~simpy_astra.engine.npu.Npu` keeps, setting each in ``__init__`` (a test holds a
+    built NPU to it)."""
 
     #: the NPU's rank, and the trace file its errors name
     npu_id: int
@@ -64,8 +64,21 @@ class NpuCommunication:
     groups: dict[int, Any]
     #: each collective issued, when the run checks them against the links; else None
     collective_log: list | None
-    #: finishes node ``node_id`` at the next issue pass
-    complete_soon: Callable[[int], None]
+
+    def complete_soon(self, node_id: int) -> None:
+        """Finish node ``node_id`` at the next issue pass."""
+
+
+if TYPE_CHECKING:  # type checkers read the mixin against its contract; at run time it is a plain class
+    _Contract = CommunicatingNpu
+else:
+    _Contract = object
+
+
+class NpuCommunication(_Contract):
+    """Communication nodes issued (mixed into :class:`~simpy_astra.engine.npu.Npu`), reading of
+    the NPU what :class:`CommunicatingNpu` declares.
+    """
 
     def _collective(self, node) -> None:
         comm_type = node.get_int("comm_type")

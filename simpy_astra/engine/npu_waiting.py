@@ -3,7 +3,7 @@ that stall reports (:mod:`simpy_astra.running.stall`) read."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from simpy_astra.workloads.chakra.types import COLLECTIVE_NAMES, COMM_COLL_NODE
 
@@ -12,11 +12,11 @@ if TYPE_CHECKING:
     from simpy_astra.engine.statistics import NpuStatistics
 
 
-class NpuWaiting:
-    """The nodes an NPU waits on, described (mixed into :class:`~simpy_astra.engine.npu.Npu`).
-
-    What it reads of the NPU, set by ``Npu.__init__`` and ``NpuFaults`` (annotations only: no
-    class attribute)."""
+@runtime_checkable
+class WaitingNpu(Protocol):
+    """What :class:`NpuWaiting` reads of the NPU it is part of: the contract
+    :class:`~simpy_astra.engine.npu.Npu` keeps, setting each in ``__init__`` (``failed_ns`` in
+    ``NpuFaults``; a test holds a built NPU to it)."""
 
     npu_id: int
     #: the run around it (its planner names a collective's group)
@@ -30,8 +30,20 @@ class NpuWaiting:
     completed: int
     #: its own views of communicator groups (pg id -> group)
     groups: dict[int, Any]
-    #: when it failed (``NpuFaults.fail``), else None
-    failed_ns: float | None
+    #: when it failed (``NpuFaults.fail``), else None (its default there, which this states for
+    #: type checkers: ``NpuFaults`` comes after this part among ``Npu``'s bases)
+    failed_ns: float | None = None
+
+
+if TYPE_CHECKING:  # type checkers read the mixin against its contract; at run time it is a plain class
+    _Contract = WaitingNpu
+else:
+    _Contract = object
+
+
+class NpuWaiting(_Contract):
+    """The nodes an NPU waits on, described (mixed into :class:`~simpy_astra.engine.npu.Npu`),
+    reading of the NPU what :class:`WaitingNpu` declares."""
 
     def waiting_on(self, limit: int = 4) -> str:
         """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""

@@ -67,6 +67,9 @@ class BackendSpec:
     #: it reads the network YAML's ``packet-size`` and ``switch-buffer`` (True), or not
     #: (False: given, they are said to change nothing); None: not known (a plug-in's)
     reads_packet_settings: bool | None = None
+    #: it builds its links and switches from ``link-model``/``switch-model`` (True) or refuses
+    #: them (False); None: not known (a plug-in's, whose network may build them: docs/backends.md)
+    reads_element_models: bool | None = None
 
     def __call__(self, env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
                  **fold_hooks: Any) -> Network:
@@ -166,12 +169,13 @@ def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
 BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
     BackendSpec("congestion_unaware", "analytical: closed-form delays, as ASTRA-sim's analytical backend",
                 _congestion_unaware, "pairs", _folded_pairs, bound_check=True, times_nccl=True,
-                reads_packet_settings=False),
+                reads_packet_settings=False, reads_element_models=False),
     BackendSpec("congestion_aware", "links queue messages, store-and-forward switches",
-                _congestion_aware, "links", _folded_links, models_contention=True, reads_packet_settings=False),
+                _congestion_aware, "links", _folded_links, models_contention=True, reads_packet_settings=False,
+                reads_element_models=True),
     # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
     BackendSpec("packet", "packets pipelined across hops, ports shared round robin, buffers and credits",
-                _packet, "links", _folded_packets, reads_packet_settings=True),
+                _packet, "links", _folded_packets, reads_packet_settings=True, reads_element_models=False),
 )}
 
 def register(spec: BackendSpec) -> BackendSpec:
@@ -257,10 +261,13 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         have = getattr(network, "__dict__", {})
         missing = [m for m in _NETWORK_MEMBERS if not hasattr(type(network), m) and m not in have]
         if missing:
-            raise PluginError(f"network backend '{name}': build returned {type(network).__name__}, which has no "
-                              f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; return a "
-                              f"simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, "
-                              f"docs/backends.md)")
+            cls = type(network).__name__
+            # a subclass of ours lacks what our __init__ sets: its own __init__ skipped ours
+            fix = (f"{cls}.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)"
+                   if isinstance(network, RegisteredName) else
+                   "return a simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, docs/backends.md)")
+            raise PluginError(f"network backend '{name}': build returned {cls}, which has no "
+                              f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; {fix}")
         config = args[3] if len(args) > 3 else kwargs.get("config")
         _models_taken(name, config, network)
         if isinstance(network, RegisteredName):  # a subclass of ours: its errors name the backend run

@@ -246,7 +246,7 @@ def network_cost(net, prices: CostPrices | None = None) -> NetworkCost:
     for dim, (name, n, bw, lat, spec) in enumerate(zip(net.topology, net.npus_count, net.bandwidth_gbps,
                                                          net.latency_ns, specs, strict=True)):
         instances = total // n
-        topo = build_topology(name, n, bw, lat, spec)
+        topo = build_topology(name, n, bw, lat, spec, net.topology_field(dim))
         for part in topo.cost_parts():
             unit = table.price(part.kind, tiers[dim])
             if unit is None:

@@ -76,10 +76,12 @@ def split_intervals(ids, begins, ends, code, kinds):
     cut = is_split[code]
     keep = ~cut
     c, start = code[cut], begins[cut]
-    span = ends[cut] - start
-    # start + span x done / total, rounded down, exactly (int64: span x done could overflow)
-    total = done[c, -1:]
-    cuts = start[:, None] + (span[:, None] // total) * done[c] + (span[:, None] % total) * done[c] // total
+    # start + span x done / total, rounded down, exactly (int64: span x done could overflow);
+    # each cut node's row of running sums gathered once
+    sums = done[c]
+    total = sums[:, -1:]
+    whole, rest = np.divmod((ends[cut] - start)[:, None], total)
+    cuts = start[:, None] + whole * sums + rest * sums // total
     return (np.concatenate((ids[keep], np.repeat(ids[cut], width))),
             np.concatenate((begins[keep], cuts[:, :-1].ravel())),
             np.concatenate((ends[keep], cuts[:, 1:].ravel())),

@@ -27,6 +27,7 @@ class CoSimulation:
     network: Any
     inputs: Any
     reports: list
+    total_npus: int
     _env: simpy.Environment
     _stall_patience_ns: float = 0
     _concluded: bool = False
@@ -162,5 +163,11 @@ class CoSimulation:
         self.network.fail_device(device)
 
     def fail_switch(self, device: Any) -> None:
-        """Fail switch ``device`` for good, now (:meth:`fail_device`)."""
+        """Fail switch ``device`` for good, now (:meth:`fail_device`). An NPU's id is refused:
+        switches are numbered from the NPU count on (or named, a graph's ``"sw"``), and
+        ``fail_switch(0)`` failed NPU 0's links in silence where a switch was meant."""
+        if isinstance(device, int) and not isinstance(device, bool) and 0 <= device < self.total_npus:
+            raise ValueError(f"fail_switch({device}): device {device} is an NPU (NPUs 0..{self.total_npus - 1}), "
+                             f"not a switch: switches are numbered from {self.total_npus} on or named by their "
+                             f"label; fail_device({device}) fails an NPU's links")
         self.fail_device(device)

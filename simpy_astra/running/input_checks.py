@@ -122,12 +122,28 @@ def _dead_link(path: str, npu: int) -> None:
                          f"file") from None
 
 
-def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: SimulationInputs) -> list[str]:
-    """What a run's inputs together would have it do in silence, said before time starts."""
+def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: SimulationInputs,
+                   topologies: list) -> list[str]:
+    """What a run's inputs together would have it do in silence, said before time starts
+    (``topologies``: the network's dimensions as topology objects)."""
     return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
                               replayed_broadcasts(npus, cfg), unused_comm_groups(npus, inputs),
-                              *short_implementation_lists(npus, cfg, dims))
+                              *short_implementation_lists(npus, cfg, dims), switchless_switch_model(inputs, topologies))
             if line]
+
+
+def switchless_switch_model(inputs: SimulationInputs, topologies: list) -> str | None:
+    """A warning when the network names a switch model (``switch-model:``, ``switch_model=``)
+    and none of its dimensions has a switch (a ``[Ring]``, ``FullyConnected``): no switch is
+    built, so the model changed nothing, where the run said nothing of it."""
+    from simpy_astra.network.fabric import Fabric
+
+    net = inputs.network
+    if net.switch_model is None or any(Fabric.switches_per_instance(topo) for topo in topologies):
+        return None
+    shape = ", ".join(type(topo).__name__ for topo in topologies)
+    return (f"{net.source}: field 'switch-model' ({net.switch_model}) changes nothing: the topology [{shape}] has "
+            f"no switch for it to serve (a Switch or Graph dimension has); leave it out, or give the network a switch")
 
 
 def replayed_broadcasts(npus: list, cfg: SystemConfig) -> str | None:

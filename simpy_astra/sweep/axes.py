@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from simpy_astra.config.readers import nearest_key
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError, printable
 from simpy_astra.sweep.expressions import FUNCTION_NAMES, YAML_WORDS
 

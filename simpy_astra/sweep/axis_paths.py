@@ -11,9 +11,9 @@ from typing import Any
 from simpy_astra.config.cluster_fields import CLUSTER_KEYS, OLD_KEYS
 from simpy_astra.config.jobs import JOB_KEYS
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
-from simpy_astra.config.readers import nearest_key
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.megatron_args import check_flag, is_args_path
 from simpy_astra.workloads.generated import GENERATORS

@@ -10,7 +10,8 @@ from typing import Any
 
 from simpy_astra.config.cluster_fields import OLD_KEYS
 from simpy_astra.config.cluster_presets import PRESET_DIR
-from simpy_astra.config.readers import read_yaml_file, short_path
+from simpy_astra.config.file_text import short_path
+from simpy_astra.config.yaml_reader import read_yaml_file
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import resolve_paths
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
-from simpy_astra.config.readers import nearest_key
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError
 
 MAX_BITS = 1024  # integers beyond 2**1024 (also the float range) are refused

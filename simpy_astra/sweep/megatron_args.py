@@ -16,7 +16,7 @@ import shlex
 from functools import cache
 from typing import Any
 
-from simpy_astra.config.readers import nearest_key
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.integer_ranges import refuse_a_range_in_floats
 from simpy_astra.workloads.megatron import command_line

@@ -19,7 +19,7 @@ import dataclasses
 import json
 from typing import Any
 
-from simpy_astra.config.readers import show_value
+from simpy_astra.config.field_values import show_value
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 
@@ -232,11 +232,12 @@ def _job(scenario: dict[str, Any]) -> Any:
         return None
 
 
-def _job_reads(scenario: dict[str, Any], job: Any) -> tuple[bool, bool]:
+def _job_reads(scenario: dict[str, Any], job: Any) -> tuple[bool, bool, bool]:
     """Whether the run of ``scenario`` plays a message one by one (its job's, or a custom
-    collective of its own system), and whether its job gathers (an all-gather or reduce-scatter):
-    its Megatron ``job``'s, else its generator's layout, as the scenario loader reads them; True
-    where that cannot be read (its latencies and shares are kept)."""
+    collective of its own system), whether its job gathers (an all-gather or reduce-scatter),
+    and whether only over every rank at once: its Megatron ``job``'s, else its generator's
+    layout, as the scenario loader reads them; (True, True, False) where that cannot be read
+    (its latencies and shares are kept)."""
     from simpy_astra.config import load_system_json, system_from_mapping
     from simpy_astra.config.cluster_system import plays_custom_collectives
     from simpy_astra.workloads.generated import GENERATORS, prepare
@@ -245,20 +246,20 @@ def _job_reads(scenario: dict[str, Any], job: Any) -> tuple[bool, bool]:
     name = workload.get("generate") if isinstance(workload, dict) else None
     try:
         if job is not None:
-            plays, gathers = job.plays_messages, job.gathers
+            plays, gathers, every = job.plays_messages, job.gathers, False
         elif megatron_args_of(scenario) is not None or not isinstance(name, str) or name not in GENERATORS:
-            return True, True  # (a generator of the user's is not imported here)
+            return True, True, False  # (a generator of the user's is not imported here)
         else:
             layout = prepare(workload).layout()
-            plays, gathers = layout.plays_messages, layout.gathers
+            plays, gathers, every = layout.plays_messages, layout.gathers, layout.gathers_on_every_rank
         if plays or system is None:
-            return plays, gathers
+            return plays, gathers, every
         scale = scenario.get("injection_scale", 1.0)
         config = (system_from_mapping(system, "system", scale if isinstance(scale, int | float) else 1.0)
                   if isinstance(system, dict) else load_system_json(system) if isinstance(system, str) else None)
     except InputError:  # the point fails on its own, saying why
-        return True, True
-    return config is None or plays_custom_collectives(config), gathers
+        return True, True, False
+    return config is None or plays_custom_collectives(config), gathers, every
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,7 +294,8 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
     return reads[text]
 
 
-def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool, bool]) -> ClusterRead | None:
+def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool, bool, bool]
+                  ) -> ClusterRead | None:
     from simpy_astra.config.cluster import load_cluster
     from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import (
@@ -303,7 +305,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     )
     from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
-    user_network, user_system, backend, megatron, plays_messages, gathers = context
+    user_network, user_system, backend, megatron, plays_messages, *gathers = context
     backend = DEFAULT_BACKEND if backend is None else backend
     try:
         if not isinstance(backend, str) or backend not in BACKENDS:  # a plug-in's, or a typo: as written
@@ -315,7 +317,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     except InputError:
         return None
     why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
-    shares = unused_share_keys(loaded, loaded.node, gathers)
+    shares = unused_share_keys(loaded, loaded.node, *gathers)
     why.update({key: f"where {said}" for key, said in shares.items()})
     if not user_network:  # (a network's own: its latencies are refused above)
         why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages),

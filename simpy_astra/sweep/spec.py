@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.config.key_homes import key_home
-from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario import SCENARIO_KEYS
+from simpy_astra.config.unknown_keys import refuse_label_values, refuse_unknown_keys
 from simpy_astra.errors import InputError
 from simpy_astra.infra.files import path_like_strings
 from simpy_astra.infra.sweep_outputs import refuse_sweep_output

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from simpy_astra.config.readers import show_value
+from simpy_astra.config.field_values import show_value
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axes import Axis
 from simpy_astra.sweep.axis_paths import megatron_args_of

@@ -7,7 +7,7 @@ up front. A sweep with an axis over other fields (``backend``, ``network.bandwid
 ``jobs.1.placement``) has ``--list`` read each point as its run would, with the scenario
 loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
 with the loader's own words. A rule on the cluster's GPU (FP8 without FP8 units) is checked on
-the GPU as the cluster loads it, a tenth of a millisecond, and so is one of its nodes (NVLS on
+the GPU as the cluster loads it, about 0.2 ms a point, and so is one of its nodes (NVLS on
 nodes without NVSwitch-3).
 """
 
@@ -19,7 +19,6 @@ from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.plugins import PluginError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.workloads.megatron.arguments import parse
-from simpy_astra.workloads.megatron.generator import on_hardware
 
 INVALID = "invalid"
 
@@ -39,6 +38,9 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
     cluster = scenario.get("cluster")
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is not None and isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1:
+        # deferred: the generator's modules cost a sweep without Megatron's flags 0.16 s to import
+        from simpy_astra.workloads.megatron.generator import on_hardware
+
         try:
             job = parse(args, gpus, f"{where}: workload")
             gpu = _gpu(cluster, where)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from simpy_astra.config.readers import show_value
+from simpy_astra.config.field_values import show_value
 from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii
 from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES

@@ -35,9 +35,10 @@ from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.layers import ChunkModel
 from simpy_astra.workloads.megatron.modelled_arguments import parser as megatron_parser
+from simpy_astra.workloads.megatron.rank_layout import Layout
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
-from simpy_astra.workloads.megatron.schedule import Layout, build_stage
+from simpy_astra.workloads.megatron.schedule import build_stage
 from simpy_astra.workloads.megatron.slow_figures import slow_figures
 from simpy_astra.workloads.megatron.steps import Compute
 from simpy_astra.workloads.megatron.unmodelled_flags import SMALL_EFFECT

@@ -212,6 +212,20 @@ class MegatronJob:
     #: recomputation keeps 1/tp of each unit's input (``CheckpointFunction``) and all-gathers it
     #: over tp before recomputing the unit
     distribute_saved_activations: bool = False
+    #: Megatron-Core's DDP (not 2021/2022's): zeroes its gradient buffer when a step starts
+    #: (``zero_grad_buffer``) and prepares each bucket before syncing it (``start_grad_sync``);
+    #: priced where the gradients are synced over dp x cp > 1 replicas (at one it zeroes and
+    #: checks them too: left out)
+    grad_buffer_zeroed: bool = False
+    #: ... reading the bucket for its norm, a NaN check (``--check-for-nan-in-loss-and-grad``:
+    #: on unless ``--no-...`` or fp16's dynamic loss scale turns it off)
+    grad_nan_check: bool = False
+    #: ... and multiplying it by 1/(dp x cp) in place (unless the collective averages:
+    #: ``--ddp-average-in-collective``; sums: ``--calculate-per-token-loss``; or one replica)
+    grad_scaling: bool = False
+    #: 1F1B: a later pipeline stage starts its gradient sync after its last gradient send, in
+    #: the pipeline's bubble (``--align-grad-reduce``, r0.8's ``--delay-grad-reduce``: the default)
+    align_grad_reduce: bool = False
     #: the optimizer step computes the gradients' global norm (``--clip-grad`` above 0)
     grad_norm: bool = True
     #: the optimizer step unscales the gradients and checks them for inf/nan (a grad scaler:

@@ -172,6 +172,12 @@ def job_from_args(a: argparse.Namespace, gpus: int, where: str, text: str) -> Me
         norm_params_per_channel=1 if a.normalization == "RMSNorm" else 2,
         moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,
+        grad_buffer_zeroed=not legacy and dp * cp > 1,
+        # Megatron's validate_args turns the check off for fp16's dynamic loss scale
+        grad_nan_check=not legacy and dp * cp > 1 and not a.no_check_for_nan_in_loss_and_grad
+        and not (a.fp16 and not a.loss_scale),
+        grad_scaling=not legacy and dp * cp > 1 and not (a.ddp_average_in_collective or a.calculate_per_token_loss),
+        align_grad_reduce=not a.no_align_grad_reduce,
         # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's
         # dynamic one, or --loss-scale's constant one (with bf16, fp16 or the distributed optimizer)
         gradient_check=a.fp16 or (bool(a.loss_scale) and (a.bf16 or a.use_distributed_optimizer)),

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,25 @@ COMM_SMS = 16
 #: 3-4 stages of 32 elements of k in flight: CUTLASS's Ampere default is 3 stages x 32)
 GEMM_PIPELINE_K = 96
 
+
+class PassFigures(NamedTuple):
+    """One figure of a forward pass and one of its backward."""
+
+    forward: float
+    backward: float
+
+    def of(self, backward: bool) -> float:
+        """The backward's figure if ``backward``, else the forward's."""
+        return self.backward if backward else self.forward
+
+
 #: host time PyTorch spends to issue one kernel of a Megatron layer in eager mode (Python,
 #: the dispatcher, autograd's bookkeeping, the launch call): a micro-batch whose kernels
 #: run faster than the host issues them waits for the host
 HOST_US_PER_KERNEL = 10.0
 
 #: host time a Transformer Engine linear module (``Linear``, ``LayerNormLinear``) spends beyond
-#: its kernels' HOST_US_PER_KERNEL, forward (False) and backward (True), in us: its Python
+#: its kernels' HOST_US_PER_KERNEL, in a forward pass and in a backward one, in us: its Python
 #: (quantizer and workspace set-up, argument checks, autograd ``Function`` bookkeeping). TE's
 #: own measurement on GB200 (TransformerEngine PR #3523, BF16, CPU time a call: Linear 51.2 us
 #: forward and 276.5 forward + backward, LayerNormLinear 65.3 and 349.0), scaled to a DGX
@@ -85,7 +98,7 @@ HOST_US_PER_KERNEL = 10.0
 #: beyond them on average), backward 81.9 and 103.1 us for two and three (67 us beyond). An
 #: isolated backward also pays autograd's per-call start, so the backward figure is an upper
 #: bound; older TE releases paid more (the same PR's "before": 13% to 28% more)
-TE_MODULE_HOST_US = {False: 6.0, True: 67.0}
+TE_MODULE_HOST_US = PassFigures(forward=6.0, backward=67.0)
 
 
 def host_seconds(kernels: int) -> float:

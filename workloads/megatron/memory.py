@@ -47,8 +47,10 @@ input stay in bf16.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import in_flight
 
 #: optimizer bytes per parameter by precision (Megatron-LM's guide; the weights take the
@@ -64,7 +66,7 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     ``stage``, of the fullest stage's GPU (the first with an even split; with an uneven one
     another stage may hold more)."""
     if stage is None:
-        return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
+        return dict(_fullest_stage_parts(job, schedule(job.schedule_name)))
     dense, expert = stage_parameters(job, stage)
     weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, optimizer_bytes_per_parameter(job)
     copies = job.optimizer_instances  # partial distributed optimizer: each copy over 1/N of the ranks
@@ -77,6 +79,16 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     if job.fp8:
         parts["fp8_buffers"] = fp8_weight_parameters(job, stage) * FP8_COPY_BYTES
     return parts
+
+
+@lru_cache(maxsize=8)
+def _fullest_stage_parts(job: MegatronJob, stage_schedule) -> dict[str, float]:
+    """:func:`parts_bytes` of the fullest stage, worked out once per job and schedule function:
+    the bounds check before the run and the training figures after it both ask, and on a
+    64-stage step each stage's schedule order costs tens of milliseconds after the simulation
+    (a report must cost a small part of the run, issue 51). The schedule is part of the key, so
+    a schedule registered again under the same name is asked again."""
+    return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
 
 
 def optimizer_bytes_per_parameter(job: MegatronJob) -> int:

@@ -126,6 +126,15 @@ def parser() -> Parser:
     i("--ddp-bucket-size", type=int, default=None,
       help="with --overlap-grad-reduce: parameters a gradient bucket (default max(40M, 1M x dp x cp))")
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
+    _bool(p, "--no-check-for-nan-in-loss-and-grad", help="Megatron-Core's DDP skips each gradient bucket's norm "
+                                                          "(its NaN check before the bucket's sync)")
+    _bool(p, "--ddp-average-in-collective", help="the sync averages (NCCL's AVG): no in-place 1/(dp x cp) scaling "
+                                                 "of each gradient bucket before it")
+    _bool(p, "--calculate-per-token-loss", help="gradients summed, not averaged: no in-place scaling of the buckets")
+    _bool(p, "--no-align-grad-reduce", "--disable-align-grad-reduce", "--no-delay-grad-reduce",
+          help="1F1B: a later pipeline stage starts its gradient sync in its last backward, before its last "
+               "gradient send (by default after it; r0.8: --no-delay-grad-reduce)")
+    _bool(p, "--align-grad-reduce", help="(the default)")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
     _bool(p, "--disable-bias-linear", help="linear layers without biases (Llama): no bias-gradient kernels")
     _bool(p, "--cross-entropy-loss-fusion", help="the vocabulary-parallel cross entropy as Megatron-Core's fused "

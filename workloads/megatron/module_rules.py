@@ -141,7 +141,7 @@ def _hierarchical_context_parallel(a: argparse.Namespace, others: dict, where: s
 def _gradient_scaling(a: argparse.Namespace, others: dict, where: str) -> None:
     """``DistributedDataParallel.__init__`` (``distributed/distributed_data_parallel.py``): a
     per-token loss leaves the gradients unscaled, so its reduction must sum, not average."""
-    if "--calculate-per-token-loss" in others and "--ddp-average-in-collective" in others and not legacy_names(a):
+    if a.calculate_per_token_loss and a.ddp_average_in_collective and not legacy_names(a):
         refuse(where, "per-token loss sums its gradients",
                "--calculate-per-token-loss with --ddp-average-in-collective (Megatron, DistributedDataParallel: "
                "Cannot average in collective when calculating per-token loss!); give one of them")

@@ -7,7 +7,7 @@ arguments it takes in silence that change nothing in the step timed here: hierar
 context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--overlap-p2p-communication``
 on plain 1F1B, ``--fp8-format``,
 ``--attention-backend`` and ``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), a bucket
-size without overlapped gradients, an FP8 recipe without FP8, one activation's or position
+size or ``--no-align-grad-reduce`` without overlapped gradients, an FP8 recipe without FP8, one activation's or position
 type's fusion switch beside another (:data:`_UNREAD`), and a batch-size ramp, whose steps before its end are smaller than the one timed. A study that sweeps
 such an argument should not read a flat line as a finding.
 """
@@ -63,6 +63,11 @@ _UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str,
     (("--accumulate-allreduce-grads-in-fp32",), lambda a: not a.fp16,
      "without --fp16: Megatron accumulates and reduces bf16's (and fp32's) gradients in fp32 already", "it is for "
      "--fp16"),
+    (("--no-align-grad-reduce", "--disable-align-grad-reduce", "--no-delay-grad-reduce"),
+     lambda a: a.pipeline_model_parallel_size == 1 or not a.overlap_grad_reduce,
+     "without a pipeline or --overlap-grad-reduce: it only moves a later stage's overlapped gradient sync "
+     "(training.py sets grad_sync_func only with overlap_grad_reduce)",
+     "add --overlap-grad-reduce --pipeline-model-parallel-size 2"),
     (("--overlap-p2p-communication", "--no-overlap-p2p-communication"), lambda a: virtual_stages(a) == 1,
      "without the interleaved schedule: Megatron overlaps pipeline sends only in interleaved 1F1B and turns "
      "overlap_p2p_comm off otherwise (non-interleaved schedule does not support overlapping p2p communication)",

@@ -17,9 +17,11 @@ own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``
 - data-parallel gradient sync: with ``--DDP-impl torch`` or ``--overlap-grad-reduce``, a
   bucket's collective starts as soon as a chunk's last backward of the step (its last weight
   gradient, when the schedule splits backwards) has produced its gradients and runs beside the
-  rest of the backward; otherwise one collective after the
-  last backward. The distributed optimizer reduce-scatters the gradients and all-gathers the
-  updated parameters (before the first forward that reads them with
+  rest of the backward (a later 1F1B stage's after its last gradient send, with
+  ``--align-grad-reduce``); otherwise one collective after the last backward. Megatron-Core's
+  DDP zeroes the gradient buffer as the step starts and reads and scales each bucket before its
+  collective, on the compute stream. The distributed optimizer reduce-scatters the gradients
+  and all-gathers the updated parameters (before the first forward that reads them with
   ``--overlap-param-gather``, else after the optimizer step);
 - with tied embeddings and pp > 1, the first and last stage all-reduce the word embedding's
   gradient before the optimizer step.
@@ -29,19 +31,19 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 from simpy_astra.workloads.chakra.types import MAX_SPLIT_WEIGHT
+from simpy_astra.workloads.megatron.host_time import host_idle_seconds
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
     beside_seconds,
-    host_seconds,
     sharing_sms,
     streaming_seconds,
 )
-from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
-from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
+from simpy_astra.workloads.megatron.layers import ChunkModel
+from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
@@ -60,87 +62,6 @@ MEGATRON_BUCKET_PARAMS = 40_000_000
 #: own name: the tied embedding's all-reduce syncs gradients; hierarchical context
 #: parallelism's two levels are context parallelism
 _STREAM = {"emb": "dp", "cp_a2a": "cp", "cp_p2p": "cp"}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Megatron's rank order (tp fastest, then cp, dp, pp; the experts' grid over a stage's
-    ranks: their tp, ep, then the rest) and its communicator groups: ``tp``, ``cp``, ``dp`` (the gradient-sync
-    group: data- and context-parallel ranks of one model shard), ``emb`` (first and last stage,
-    for the tied embedding), ``ep`` (the experts' all-to-all), ``edp`` (the ranks that hold
-    the same experts, which sync their gradients), and where any layer runs ``a2a+p2p`` context parallelism
-    ``cp_a2a`` and ``cp_p2p`` (its all-to-all and its K/V ring)."""
-
-    sizes: dict[str, int]
-    groups: dict[int, list[int]]
-    group_of: dict[tuple[str, int], int]
-    #: ``--use-tp-pp-dp-mapping``: stages before data-parallel replicas in the rank order
-    pp_before_dp: bool = False
-
-    @classmethod
-    def build(cls, job: MegatronJob) -> Layout:
-        tp, cp, dp, pp = job.tp, job.cp, job.dp, job.pp
-        groups: dict[int, list[int]] = {}
-        group_of: dict[tuple[str, int], int] = {}
-
-        def rank(t: int, c: int, d: int, p: int) -> int:
-            if job.pp_before_dp:  # Megatron's tp-cp-ep-pp-dp (no experts' groups then: ep is 1)
-                return t + tp * (c + cp * (p + pp * d))
-            return t + tp * (c + cp * (d + dp * p))
-
-        def add(dim: str, members: list[int]) -> None:
-            if len(members) < 2:
-                return
-            gid = len(groups) + 1
-            groups[gid] = members
-            for r in members:
-                group_of[(dim, r)] = gid
-
-        for c, d, p in itertools.product(range(cp), range(dp), range(pp)):
-            add("tp", [rank(t, c, d, p) for t in range(tp)])
-        for t, d, p in itertools.product(range(tp), range(dp), range(pp)):
-            add("cp", [rank(t, c, d, p) for c in range(cp)])
-        a2a = job.cp_a2a
-        if a2a > 1:  # a2a+p2p: Megatron-Core's create_hierarchical_groups over each cp group
-            for t, d, p in itertools.product(range(tp), range(dp), range(pp)):
-                members = [rank(t, c, d, p) for c in range(cp)]
-                for first in range(0, cp, a2a):
-                    add("cp_a2a", members[first:first + a2a])
-                for offset in range(a2a):
-                    add("cp_p2p", members[offset::a2a])
-        for t, p in itertools.product(range(tp), range(pp)):
-            add("dp", [rank(t, c, d, p) for d in range(dp) for c in range(cp)])
-        if job.tied_embeddings and job.last_stage != 0:
-            for t, c, d in itertools.product(range(tp), range(cp), range(dp)):
-                add("emb", [rank(t, c, d, 0), rank(t, c, d, job.last_stage)])
-        ep, etp, stage = job.ep, job.etp, tp * cp * dp
-        if job.experts:  # Megatron-Core's expert grid over a stage's ranks: etp, ep, then the rest
-            # (its expert RankGenerator: 'tp-cp-ep-dp-pp' with tp = etp and no cp), so an ep
-            # group is etp apart whatever tp and cp are: with etp 1 it is consecutive ranks
-            def expert(t: int, e: int, o: int, p: int) -> int:
-                if job.pp_before_dp:  # 'tp-cp-ep-pp-dp' (ep is 1 there with a pipeline)
-                    return t + etp * (e + ep * (p + pp * o))
-                return t + etp * (e + ep * o) + stage * p
-
-            for t, o, p in itertools.product(range(etp), range(stage // (etp * ep)), range(pp)):
-                add("ep", [expert(t, e, o, p) for e in range(ep)])
-            for t, e, p in itertools.product(range(etp), range(ep), range(pp)):
-                add("edp", [expert(t, e, o, p) for o in range(stage // (etp * ep))])
-        return cls({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, groups, group_of, job.pp_before_dp)
-
-    @staticmethod
-    def blocks(job: MegatronJob) -> list[int]:
-        """The parallel dimensions in rank order, fastest first."""
-        if job.pp_before_dp:
-            return [job.tp, job.cp, job.pp, job.dp]
-        return [job.tp, job.cp, job.ep, job.dp // job.ep, job.pp]
-
-    def stage_stride(self) -> int:
-        """How many ranks apart a GPU's neighbours in the next and the previous stage are."""
-        return self.sizes["tp"] * self.sizes["cp"] * (1 if self.pp_before_dp else self.sizes["dp"])
-
-    def stage_of(self, rank: int) -> int:
-        return rank // self.stage_stride() % self.sizes["pp"]
 
 
 class StageSchedule:
@@ -377,9 +298,21 @@ class StageSchedule:
 
     def _flush_bucket(self, name: str, dim: str) -> None:
         if self.bucket_params[dim] and self._replicas(dim) > 1:
+            self._prepare_grads(f"{name}.{dim}", self.bucket_params[dim])
             self.dp_syncs.append(self.collective(f"{name}.{dim}.sync", self._sync_kind(), dim,
                                                  self.bucket_params[dim] * self.job.grad_bytes, block=False))
         self.bucket_params[dim] = 0
+
+    def _prepare_grads(self, name: str, params: int) -> None:
+        """Megatron-Core's ``start_grad_sync`` on a bucket of ``params`` gradients, on the compute
+        stream before its collective: the bucket's norm for the NaN check, one read, and its
+        scaling by 1/(dp x cp) in place, a read and a write (each as the job says it runs)."""
+        job = self.job
+        seconds = streaming_seconds(self.gpu, params * job.grad_bytes) if job.grad_nan_check else 0.0
+        if job.grad_scaling:
+            seconds += streaming_seconds(self.gpu, 2 * params * job.grad_bytes)
+        if seconds:
+            self.compute(f"{name}.prepare", {"elementwise": seconds})
 
     # ------------------------------------------------------------------ parameters
     def _layer_kinds(self, chunk: int) -> tuple[LayerKind, ...]:
@@ -442,6 +375,8 @@ class StageSchedule:
         act = job.micro_batch * job.seq // job.cp * job.hidden * job.element_bytes
         if job.sequence_parallel or (job.legacy and job.scatter_gather):
             act //= job.tp
+        if job.grad_buffer_zeroed:  # zero_grad_buffer: the stage's whole buffer, before the first forward
+            self.compute("grads.zero", {"elementwise": streaming_seconds(self.gpu, self.stage_params() * job.grad_bytes)})
         started: set[int] = set()
         tasks = self.tasks()
         last_grads = {t.chunk: i for i, t in enumerate(tasks) if t.kind in (Kind.BACKWARD, Kind.BACKWARD_WEIGHT)}
@@ -474,7 +409,10 @@ class StageSchedule:
                 # the chunk's last gradients of the step: its buckets sync as they fill
                 final = overlapped_sync and kind is not Kind.BACKWARD_INPUT and last_grads[chunk] == index
                 self.steps(p, self._chunk_steps(kind, chunk), final)
-                if final:
+                # align_grad_reduce: a later stage of 1F1B syncs after its last send (r0.8's
+                # forward_backward_pipelining_without_interleaving: "Launch any remaining grad reductions")
+                late = final and job.align_grad_reduce and self.stage > 0 and chunks == 1
+                if final and not late:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
                 self.tail += in_flight
@@ -484,6 +422,9 @@ class StageSchedule:
                                     block=not async_grad_sends)
                     if async_grad_sends:
                         in_flight = [gid]
+                if late:
+                    for dim in ("dp", "edp"):
+                        self._flush_bucket(p, dim)
         self.tail += in_flight
         self._finish_step()
         return self.g
@@ -496,6 +437,7 @@ class StageSchedule:
             for dim in ("dp", "edp"):
                 grads = sum(self.chunk_grads(c)[dim] for c in range(self.chunks))
                 if grads and self._replicas(dim) > 1:
+                    self._prepare_grads(f"grads.{dim}", grads)
                     self.collective(f"grads.{dim}.sync", self._sync_kind(), dim, grads * self.job.grad_bytes)
         self.tail += self.dp_syncs
         if job.tied_embeddings and job.last_stage != 0 and self.stage in (0, job.last_stage):
@@ -526,25 +468,6 @@ class StageSchedule:
         skipped = (not job.grad_norm) + (not job.gradient_check)
         narrower = 2 * (4 - job.master_bytes) + 2 * (8 - sum(job.moment_bytes))
         return ADAM_BYTES_PER_PARAM - narrower - GRADIENT_PASS_BYTES_PER_PARAM * skipped
-
-
-def task_host_seconds(steps: list[Step]) -> float:
-    """Time the host needs to issue one task's ``steps``: each kernel's launch, each tensor-
-    or context-parallel collective as one more kernel (c10d's NCCL call: its stream and event
-    handling and NCCL's enqueue of the collective's kernel), plus each compute step's
-    ``host_s`` (Transformer Engine modules' Python)."""
-    compute = [step for step in steps if isinstance(step, Compute)]
-    calls = sum(1 for step in steps if isinstance(step, Collective))
-    return host_seconds(sum(step.kernels for step in compute) + calls) + sum(step.host_s for step in compute)
-
-
-def host_idle_seconds(steps: list[Step]) -> float:
-    """How long the GPU idles in a task whose kernels run faster than the host issues them
-    (0 when they do not). The host cannot run ahead across tasks: with pp > 1 Megatron
-    synchronises the device after each point-to-point exchange, and a task that is host
-    bound in itself is so in any order."""
-    gpu = sum(step.total_s for step in steps if isinstance(step, Compute))
-    return max(0.0, task_host_seconds(steps) - gpu)
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int, tp_link_gb_s: float = 0.0) -> StageGraph:

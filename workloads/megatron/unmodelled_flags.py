@@ -74,9 +74,6 @@ UNTIMED = frozenset("""
 --fim-prefix-token --fim-middle-token --fim-suffix-token --fim-pad-token --fim-eod-token
 """.split())
 
-#: today's aliases of arguments accepted for their small effect (:data:`SMALL_EFFECT`)
-_SMALL_EFFECT_ALIASES = ("--disable-align-grad-reduce",)
-
 #: arguments (or prefixes) that cannot change a training step's time
 NO_TIMING_EFFECT = (*sorted(UNTIMED),
     "--data-path", "--vocab-file", "--merge-file", "--tokenizer-", "--split", "--data-",
@@ -94,7 +91,7 @@ NO_TIMING_EFFECT = (*sorted(UNTIMED),
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
     "--profile", "--record-memory-history",
-    "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
+    "--check-for-nan-in-loss-and-grad",
     "--DDP-bucket", "--kv-lora",
     "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
@@ -106,12 +103,12 @@ NO_TIMING_EFFECT = (*sorted(UNTIMED),
 
 #: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
 #: (``generate megatron --help`` lists them)
-SMALL_EFFECT = (*_SMALL_EFFECT_ALIASES,
-    "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
-    "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
-    "--nccl-communicator-config-path", "--calculate-per-token-loss",
+SMALL_EFFECT = (
+    "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit",
+    "--align-param-gather", "--no-align-param-gather", "--manual-gc-interval",
+    "--nccl-communicator-config-path",
     "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
-    "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
+    "--batch-p2p-communication", "--no-persist-layer-norm",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",

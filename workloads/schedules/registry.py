@@ -11,7 +11,7 @@ import inspect
 from collections import Counter
 from pathlib import Path
 
-from simpy_astra.config.readers import nearest_key
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
