@@ -249,7 +249,8 @@ def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
         assert took[algo] == pytest.approx(us * 1000, rel=0.01), algo
         assert took[algo] >= floor_ns
     assert took[None] == min(took[a] for a in hand_us)
-    with pytest.raises(InputError, match=r"s: cluster.nccl_algo: nvls needs NVSwitch-3"):
+    with pytest.raises(InputError, match=r"s: cluster.nccl_algo: nvls, but .* 2nd-generation NVSwitch, without the "
+                                         r"multicast .* of NVSwitch-3"):
         load_cluster({"preset": "dgx-a100-80gb", "gpus": 16, "nccl_algo": "nvls"}, "s: cluster")
 
 

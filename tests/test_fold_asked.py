@@ -11,20 +11,22 @@ import yaml
 from simpy_astra.cli.main import main
 from tests.wrapped_lines import unwrapped
 
-# one DGX node, experts over its 8 GPUs: their all-to-alls are messages on the node's
-# dimension, whose configured algorithms do not commute with its shifts, so the run cannot fold
-# (tensor parallelism over the 8 GPUs now folds: NCCL times its collectives by their members)
+# two DGX nodes under leaves of one node each, a 2:1 spine between them: a message's rate
+# depends on whether it crosses the spine, so the run cannot fold (experts over 8 GPUs: their
+# all-to-alls are messages; before, the note blamed the halvingDoubling of the system's
+# all-reduces, which NCCL's model times instead, and the run now folds without the spine)
 ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 8 --seq-length 128 --micro-batch-size 1 "
-        "--global-batch-size 8 --num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2 "
+        "--global-batch-size 16 --num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2 "
         "--moe-token-dispatcher-type alltoall --bf16")  # bf16: no attention fallback warning
-WHY = ("note: symmetry folding off: collectives on the network's dimensions use an algorithm that does "
-       "not commute with their shifts; simulating 8 of 8 NPUs")
+WHY = ("note: symmetry folding off: cluster.oversubscription 2:1 over leaves of 1 node makes GPUs under "
+       "different leaves unlike; leave it out to fold; simulating 16 of 16 NPUs")
 
 
 def _run(tmp_path: Path, capsys, flags: list[str], **scenario) -> tuple[str, str]:
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
-                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}, **scenario}))
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 16, "nodes_per_leaf": 1,
+                                                "oversubscription": 2}, **scenario}))
     assert main(["run", str(path), *flags]) == 0
     done = capsys.readouterr()
     return done.out, done.err

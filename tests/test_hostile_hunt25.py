@@ -11,7 +11,7 @@ import pytest
 
 from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
-from tests.scenario_files import megatron_sweep, write_yaml
+from tests.scenario_files import DEFAULT, megatron_sweep, write_yaml
 
 
 def test_sweep_list_marks_fp8_on_a_gpu_without_fp8_units_invalid(tmp_path, capsys):
@@ -57,9 +57,16 @@ def test_a_microbenchmark_at_one_gpu_a_node_runs_on_its_nics(tmp_path, capsys, g
 
 
 def test_a_partial_folding_counts_one_kind_of_rank_in_the_singular(tmp_path, capsys):
-    # before: "symmetry folding partial (1 kinds of rank)"
-    path = write_yaml(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20},
-                                 "cluster": {"preset": "dgx-h100", "gpus": 24}, "fold_symmetry": True})
+    # before: "symmetry folding partial (1 kinds of rank)"; halvingDoubling runs on the first of
+    # two dimensions, whose shifts it does not commute with, so only the second's fold
+    system = {**DEFAULT["system"], "all-reduce-implementation": ["halvingDoubling", "ring"],
+              "all-gather-implementation": ["ring"] * 2, "reduce-scatter-implementation": ["ring"] * 2,
+              "all-to-all-implementation": ["direct"] * 2}
+    network = {"topology": ["Switch"] * 2, "npus_count": [4, 3], "bandwidth": [50.0] * 2, "latency": [500.0] * 2}
+    path = write_yaml(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20,
+                                              "num_npus": 12},
+                                 "system": system, "network": network, "backend": "congestion_unaware",
+                                 "fold_symmetry": True})
     assert main(["run", path, "--quiet"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "symmetry folding partial (1 kind of rank): " in err

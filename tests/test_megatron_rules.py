@@ -337,5 +337,5 @@ def test_a_step_past_the_horizon_blames_the_scenario_and_the_gpu(tmp_path):
                           capture_output=True, text=True, env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{scenario}: workload: the model's dimensions and batch on the H100-SXM5-80GB give a compute step of" \
-        in done.stderr and "past the horizon" in done.stderr and "check the GPU's figures" in done.stderr
+        in done.stderr and "past the horizon" in done.stderr and "raise cluster.gpu.l2_gb_s: 0.001 (what its gemm kernels run at)" in done.stderr
     assert not list((tmp_path / "cache").rglob("*.et"))

@@ -51,7 +51,7 @@ from simpy_astra.config.cluster_fields import (
     with_units,
 )
 from simpy_astra.config.cluster_presets import check_preset_blocks, preset_path
-from simpy_astra.config.gpu_names import gpu_generation, nvls_of
+from simpy_astra.config.gpu_names import gpu_generation, no_multicast, nvls_of
 from simpy_astra.config.gpu_overrides import check_gpu_generation, check_gpu_overrides
 from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.config.yaml_reader import read_yaml_file
@@ -293,9 +293,11 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     algo = value.get("nccl_algo")
     check_nccl_algo(algo, f"{where}.nccl_algo")
     if algo == "nvls" and not nvls:  # NCCL stops at its first collective, as at an all-reduce of one GPU a node
-        raise InvalidConfigurationError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP) in the nodes, and "
-                                        f"{why_nvls}; use ring or tree (or nvls: true, for nodes that have it)",
-                                        NO_FORCED_ALGORITHM)
+        why_not = no_multicast(str(gpu["name"]), str(name))
+        said = (f"nvls, but {why_not}; use ring or tree, or an H100 preset (preset: dgx-h100)" if why_not else
+                f"nvls needs NVSwitch-3 (NVLink SHARP) in the nodes, and {why_nvls}; use ring or tree (or nvls: true, "
+                f"for nodes that have it)")
+        raise InvalidConfigurationError(f"{where}.nccl_algo: {said}", NO_FORCED_ALGORITHM)
     gpus = gpu_count(value.get("gpus"), where, "gpus")
     if gpus % node["gpus"] and gpus > node["gpus"]:
         per = node["gpus"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 
 #: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
 #: (H20 and H800 are Hopper's export boards, B300 and GB300 Blackwell Ultra's)
@@ -15,6 +15,15 @@ NVLS_GPUS = ("H100", "H200", "H800", "H20", "GH200", "B100", "B200", "GB200", "B
 
 #: GPUs whose boards have no NVSwitch-3: their name turns NVLS off without a word
 NO_NVLS_GPUS = ("A100", "A800", "A30", "A40", "A10", "V100", "P100", "L40", "L4", "T4")
+
+
+#: the rule a sweep's point breaks where its nodes cannot run NCCL's NVLS
+NVLS_RULE = "NVLS needs NVSwitch-3"
+
+
+#: the switch of the nodes of GPUs without NVSwitch-3, by chip (before the others: "A10" is in "A100")
+_OLDER_SWITCHES = (("A100", "a 2nd-generation NVSwitch"), ("A800", "a 2nd-generation NVSwitch"),
+                   ("V100", "at most a 1st-generation NVSwitch"))
 
 
 #: a PCIe card (H100 PCIe, H100 NVL: NVLink bridges between two or four cards at most) sits on
@@ -40,6 +49,20 @@ def has_nvls(gpu_name: str) -> bool:
     return not _NO_SWITCH.search(name) and any(chip in name for chip in NVLS_GPUS)
 
 
+def no_multicast(gpu_name: str, preset: str) -> str | None:
+    """Why nodes of ``gpu_name`` cannot run NCCL's NVLS whatever a key says (their switch, if
+    any, has no multicast), or None where its name does not tell or they can."""
+    name = gpu_name.upper()
+    if _NO_SWITCH.search(name):
+        switch = "no NVSwitch (a PCIe card)"
+    elif has_nvls(gpu_name) or not any(chip in name for chip in NO_NVLS_GPUS):
+        return None
+    else:
+        switch = next((said for chip, said in _OLDER_SWITCHES if chip in name), "no NVSwitch")
+    return (f"preset {preset}'s {gpu_name} nodes have {switch}, without the multicast (NVLink SHARP) of "
+            f"NVSwitch-3, Hopper's NVSwitch systems on, that NCCL's NVLS needs")
+
+
 def nvls_of(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) -> tuple[bool, str, str | None]:
     """(whether the nodes have NVLS, what said so, a warning or None). ``cluster.nvls``, else
     the preset's ``node.nvls``, else the GPU's name: a name known neither way (a copy of a preset
@@ -50,6 +73,11 @@ def nvls_of(value: dict, preset_node: dict, gpu_name: str, where: str, path: str
         if not isinstance(given, bool):
             raise InputError(f"{source}: must be true or false (whether the nodes have NVSwitch-3, NCCL's NVLS; "
                              f"got {given!r})")
+        why_not = no_multicast(gpu_name, str(value.get("preset"))) if given else None
+        if why_not:  # a machine that is not: a sweep's point NCCL cannot run
+            drop = "drop nvls" if source == f"{where}.nvls" else "set it false (or drop it)"
+            raise InvalidConfigurationError(f"{source}: true, but {why_not}; use an H100 preset (preset: dgx-h100), "
+                                            f"or {drop}", NVLS_RULE)
         return given, f"{source} is {str(given).lower()}", None
     if has_nvls(gpu_name):
         return True, f"the GPU {gpu_name} has it", None

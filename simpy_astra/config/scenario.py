@@ -197,8 +197,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         net = with_cost(net, doc["cost"], path)
     inputs = run_inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     fold = doc.get("fold_symmetry")
-    if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
-        fold = False
+    if net.rails is not None and not net.rails.symmetric and fold is None:  # leaves break the grid's symmetry
+        fold = False  # (asked for, the run says why it does not fold: folding.run.fold_run)
     return replace(inputs, workload=info, warnings=[*unknown, *info.warnings, *inputs.warnings],
                    fold_symmetry=fold)
 

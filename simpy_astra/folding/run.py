@@ -323,7 +323,15 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     outcome = FoldOutcome()
     fold = None
     backend = BACKENDS[inputs.backend]
-    if backend.folds == "links" and inputs.fold_symmetry is None and fold_requested(None):
+    rails = inputs.network.rails
+    unlike = None if rails is None or rails.symmetric else (
+        f"cluster.oversubscription {rails.oversubscription:g}:1 over leaves of {rails.nodes_per_leaf} "
+        f"node{'s' if rails.nodes_per_leaf != 1 else ''} makes "
+        f"GPUs under different leaves unlike; leave it out to fold")
+    if unlike is not None and fold_requested(inputs.fold_symmetry):
+        # asked for (fold_symmetry: true, --fold-symmetry on): it had folded, each GPU given one leaf's figures
+        outcome.why = [unlike]
+    elif backend.folds == "links" and inputs.fold_symmetry is None and fold_requested(None):
         # a co-simulation script may change links, fail switches or add traffic mid-run, which
         # a folded run's orbit links cannot take: a Simulation built from Python folds them
         # only when asked (the command line and sweep points, which run no script, ask)
@@ -332,12 +340,7 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     elif fold_requested(inputs.fold_symmetry):
         fold = FoldSetup.for_run(backend, inputs.network, inputs.system, inputs.remote_memory, dims,
                                  outcome.why)
-    rails = inputs.network.rails
-    if rails is not None and not rails.symmetric:
-        why_off = (f"cluster.oversubscription {rails.oversubscription:g}:1 over leaves of {rails.nodes_per_leaf} "
-                   f"nodes makes GPUs under different leaves unlike; leave it out to fold")
-    else:
-        why_off = "folding is off: fold_symmetry: false, --fold-symmetry off or SIMPY_ASTRA_FOLD=0"
+    why_off = unlike or "folding is off: fold_symmetry: false, --fold-symmetry off or SIMPY_ASTRA_FOLD=0"
     prepared = inputs.workload.prepared
     traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome,
                                   prepared, getattr(prepared, "where", ""), why_off, inputs.workload.decoded)

@@ -158,7 +158,10 @@ class FoldSetup:
         with_dims = [set(a) for a in allowed]
         xor_dims = True
         xor_algorithms = False
-        for names in system.implementations.values():
+        nccl_sets = _nccl_sets(backend, network_config)
+        for kind, names in system.implementations.items():
+            if nccl_sets and kind in _nccl_timed():  # NCCL times these by their members: never run
+                continue
             for d, name in enumerate(names):
                 choice = resolve(name)
                 if choice is None:
@@ -177,8 +180,7 @@ class FoldSetup:
                    for names in system.implementations.values() if names]
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
-                    xor_algorithms=xor_algorithms, links=how == "links",
-                    nccl_sets=_nccl_sets(backend, network_config))
+                    xor_algorithms=xor_algorithms, links=how == "links", nccl_sets=nccl_sets)
         if network_config is not None and network_config.rails is not None:
             setup.node_gpus = network_config.rails.gpus_per_node
         if all(a == {0} for a in allowed) and not setup.xor_possible:
@@ -211,8 +213,14 @@ def _nccl_sets(backend: BackendSpec, network_config: Any) -> bool:
     them (by their members alone: :attr:`FoldSetup.nccl_sets`)."""
     if not (backend.times_nccl and network_config is not None and network_config.nccl is not None):
         return False
+    return _nccl_timed() >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER}
+
+
+def _nccl_timed() -> frozenset[str]:
+    """The collectives a cluster preset's run times as NCCL does, whatever algorithm its system
+    names for them on the network's dimensions."""
     # deferred: only a cluster preset's runs time collectives as NCCL does (its tuning tables
     # cost every other run's start-up a few ms)
     from simpy_astra.engine.nccl_collectives import TIMED
 
-    return TIMED >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER}
+    return TIMED

@@ -7,7 +7,8 @@ up front. A sweep with an axis over other fields (``backend``, ``network.bandwid
 ``jobs.1.placement``) has ``--list`` read each point as its run would, with the scenario
 loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
 with the loader's own words. A rule on the cluster's GPU (FP8 without FP8 units) is checked on
-the GPU as the cluster loads it, about 0.2 ms a point.
+the GPU as the cluster loads it, about 0.2 ms a point, and so is one of its nodes (NVLS on
+nodes without NVSwitch-3).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
 
         try:
             job = parse(args, gpus, f"{where}: workload")
-            gpu = _gpu(cluster)
+            gpu = _gpu(cluster, where)
             if gpu is not None:  # what Megatron refuses of the cluster's GPU (FP8 on an A100)
                 on_hardware(job, gpu, f"{where}: workload.args")
         except InvalidConfigurationError as exc:
@@ -52,13 +53,16 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
     return (_loaded(scenario, where) if load else (None, ""))
 
 
-def _gpu(cluster: dict[str, Any]) -> Any:
+def _gpu(cluster: dict[str, Any], where: str) -> Any:
     """The GPU of a point's cluster as its run loads it, or None where the loader refuses the
-    cluster (the point fails on its own, saying why)."""
+    cluster (the point fails on its own, saying why); a machine NCCL cannot run as asked
+    (NVLS on an A100's nodes) raises its rule."""
     from simpy_astra.config.cluster import load_cluster
 
     try:
-        return load_cluster(cluster, "cluster").gpu_model()
+        return load_cluster(cluster, f"{where}: cluster").gpu_model()
+    except InvalidConfigurationError:
+        raise
     except InputError:
         return None
 

@@ -39,6 +39,7 @@ from simpy_astra.workloads.megatron.rank_layout import Layout
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import build_stage
+from simpy_astra.workloads.megatron.slow_figures import slow_figures
 from simpy_astra.workloads.megatron.steps import Compute
 from simpy_astra.workloads.megatron.unmodelled_flags import SMALL_EFFECT
 from simpy_astra.workloads.schedules import registry as schedules
@@ -46,6 +47,7 @@ from simpy_astra.workloads.schedules.deadlock import stall
 from simpy_astra.workloads.schedules.task import takes_costs
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
+    Fix,
     Units,
     write_rank_files,
     write_rank_summary,
@@ -230,9 +232,20 @@ def write_ranks(run: MegatronRun, prefix: str, ranks: list[int]) -> None:
     write_rank_files(prefix, run.graphs, run.layout, Units(False), ranks, run.where, _too_large(run))
 
 
-def _too_large(run: MegatronRun) -> tuple[str, str]:
-    """What a Megatron trace blames for a value past its field, and the fix (:func:`stage_writers`)."""
-    return f"the model's dimensions and batch on the {run.gpu.name}", "use smaller ones, or check the GPU's figures"
+def _too_large(run: MegatronRun) -> tuple[str, Fix]:
+    """What a Megatron trace blames for a value past its field, and the fix (:func:`stage_writers`):
+    past the horizon, the GPU's figures that time the kernels of the slowest kind, by name."""
+    # a scenario's cluster.gpu overrides the preset's figure; the command line has only --preset
+    prefix = "cluster.gpu." if ": " in run.where else "the preset's gpu."
+
+    def fix(kind: str, over: float) -> str:
+        named = slow_figures(run.job, run.gpu, kind, over) if kind else []
+        if not named:
+            return "use smaller ones"
+        figures = ", ".join(f"{prefix}{name}: {getattr(run.gpu, name):g}" for name in named)
+        return f"raise {figures} (what its {kind} kernels run at), or use smaller ones"
+
+    return f"the model's dimensions and batch on the {run.gpu.name}", fix
 
 
 def main(argv: list[str]) -> int:

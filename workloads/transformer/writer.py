@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra.horizon import HORIZON_MICROS, HORIZON_TEXT
@@ -174,8 +174,13 @@ def _attr_len(name: str, value: object) -> int:
 TRANSFORMER_TOO_LARGE = ("the model's dimensions", "use smaller dmodel/dff/seq/batch")
 
 
+#: how to mend a value too large: a fixed text, or one worked out from the kind of compute
+#: (an op_type) that went past the horizon and how many times over it went
+Fix = str | Callable[[str, float], str]
+
+
 def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layout, units: Units,
-                  where: str, too_large: tuple[str, str]) -> dict[int, StageWriter]:
+                  where: str, too_large: tuple[str, Fix]) -> dict[int, StageWriter]:
     """Each of ``stages``' writer, every record serialised. A compute step (one node: a kernel,
     or the kernels one node stands for) past the horizon, or a size or FLOP count past
     Chakra's 64-bit fields, is refused at ``where`` as ``too_large``
@@ -183,24 +188,40 @@ def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layou
     stages = list(stages)
     what, fix = too_large
 
-    def refused(problem: str) -> InputError:  # of the whole job: a scenario names its workload
-        return InputError(f"{where}: {what} {problem}; {fix}").with_parts(f"{what} {problem}; {fix}")
+    def refused(problem: str, kind: str = "", over: float = 1.0) -> InputError:  # a scenario names its workload
+        told = fix(kind, over) if callable(fix) else fix
+        return InputError(f"{where}: {what} {problem}; {told}").with_parts(f"{what} {problem}; {told}")
 
-    longest_us = max((op.duration_us or 0 for stage in stages for op in graphs[stage].ops), default=0)
-    if longest_us > HORIZON_MICROS:
-        raise refused(f"give a compute step of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT})")
+    ops = [op for stage in stages for op in graphs[stage].ops]
+    longest = max(ops, key=lambda op: op.duration_us or 0, default=None)
+    longest_us = (longest.duration_us or 0) if longest else 0
+    if longest and longest_us > HORIZON_MICROS:
+        raise refused(f"give a compute step of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT})",
+                      longest.op_type, longest_us / HORIZON_MICROS)
     # a rank's steps in turn (the reader refuses their sum, naming a trace file the user never wrote)
-    total_us = max((sum(op.duration_us or 0 for op in graphs[stage].ops) for stage in stages), default=0)
+    totals = [_us_by_kind(graphs[stage].ops) for stage in stages]
+    slowest = max(totals, key=lambda kinds: sum(kinds.values()), default={})
+    total_us = sum(slowest.values())
     if total_us > HORIZON_MICROS:
-        raise refused(f"give a GPU {total_us:.3g} us of compute in one step, past the horizon ({HORIZON_TEXT})")
+        raise refused(f"give a GPU {total_us:.3g} us of compute in one step, past the horizon ({HORIZON_TEXT})",
+                      max(slowest, key=slowest.__getitem__), total_us / HORIZON_MICROS)
     try:
         return {stage: StageWriter(graphs[stage], layout, units) for stage in stages}
     except ValueError:  # protobuf: an integer beyond its 64-bit field (its text quotes the whole number)
         raise refused("give a size or FLOP count beyond Chakra's 64-bit fields") from None
 
 
+def _us_by_kind(ops: Iterable[Op]) -> dict[str, float]:
+    """The time of ``ops`` by their kind (``op_type``), in us."""
+    kinds: dict[str, float] = {}
+    for op in ops:
+        if op.duration_us:
+            kinds[op.op_type] = kinds.get(op.op_type, 0) + op.duration_us
+    return kinds
+
+
 def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units,
-                where: str = "generate transformer", too_large: tuple[str, str] = TRANSFORMER_TOO_LARGE) -> str:
+                where: str = "generate transformer", too_large: tuple[str, Fix] = TRANSFORMER_TOO_LARGE) -> str:
     """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter.
 
     Every record is serialised, and the disk space checked, before the first file is written;
@@ -268,7 +289,7 @@ def write_groups(prefix: str, layout: Layout) -> str:
 
 def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, units: Units,
                      ranks: list[int], where: str = "workload: generate: transformer",
-                     too_large: tuple[str, str] = TRANSFORMER_TOO_LARGE) -> None:
+                     too_large: tuple[str, Fix] = TRANSFORMER_TOO_LARGE) -> None:
     """``prefix.{rank}.et`` for ``ranks`` only; each file appears whole (written aside, then
     renamed), so runs that need the same rank at once both find a complete file.
     ``too_large``: see :func:`stage_writers`."""
