@@ -141,8 +141,8 @@ def test_a_sweep_of_points_nccl_refuses_does_not_blame_megatron(tmp_path, capsys
     sweep = _microbench_sweep(tmp_path, {"cluster.nccl_algo": ["pat", "nvls"]}, gpus_per_node=1)
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 4
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == (f"error: {sweep}: every point is invalid (2 of 2): each breaks a rule a real job keeps "
-                   f"(Megatron-LM's, NCCL's, a model's split), e.g. 'NCCL has no forced algorithm here'; change the axes "
+    assert err == (f"error: {sweep}: every point is invalid (2 of 2): each breaks a rule "
+                   f"(the framework's, NCCL's or the model's), e.g. 'NCCL has no forced algorithm here'; change the axes "
                    f"(results.csv has each reason)")
 
 

@@ -63,8 +63,8 @@ def test_a_sweep_of_layouts_the_transformer_cannot_split_names_the_split_not_a_f
                        "sweep.yaml")
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 4
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"error: {sweep}: every point is invalid (4 of 4): each breaks a rule a real job keeps (Megatron-LM's, "
-        f"NCCL's, a model's split), e.g. 'seq divisible by sp x tp'; change the axes (results.csv has each reason)")
+        f"error: {sweep}: every point is invalid (4 of 4): each breaks a rule (the framework's, "
+        f"NCCL's or the model's), e.g. 'seq divisible by sp x tp'; change the axes (results.csv has each reason)")
 
 
 def test_a_sweeps_points_do_not_import_megatrons_generator_to_read_validity():

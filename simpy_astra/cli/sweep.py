@@ -495,8 +495,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     if done and all(o.invalid for o in done):
         # the summary above named each point's rule; its whole reason is in results.csv
         rule = done[0].figures["error"].split(": ", 1)[0]
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each breaks a rule a real "
-              f"job keeps (Megatron-LM's, NCCL's, a model's split), e.g. '{printable(rule)}'; change the axes "
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each breaks a rule "
+              f"(the framework's, NCCL's or the model's), e.g. '{printable(rule)}'; change the axes "
               f"(results.csv has each reason)", file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
