@@ -1,0 +1,61 @@
+"""Review of extensions round 11 (h2): inputs around each rule it added.
+
+- the switch-model warning named the YAML field ``switch-model`` for a model handed in from
+  Python (``switch_model=``), which the scenario does not have: the very misnaming ceac08e
+  removed from the refusal beside another backend;
+- ``fail_switch`` refused ``0`` but not numpy's ``0`` or ``0.0``, which the links match as they
+  match ``0``: NPU 0's links failed in silence, as before the rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.test_extensions_round6 import _write
+from tests.test_extensions_round7 import _net
+from tests.test_extensions_round11 import HERE, r11  # noqa: F401 - the researcher's folder
+
+SEND = "{generate: microbench, collective: send_recv, size: 65536, num_npus: 4, src: 0, dst: 1}"
+
+
+def _switch_lines(sim) -> list[str]:
+    return [w for w in sim.warnings if "changes nothing" in w]
+
+
+def test_the_switchless_warning_names_the_keyword_a_python_model_came_by(r11):  # noqa: F811
+    """From Python the line names ``switch_model=``; from the YAML, the file and its field,
+    also when Python hands in only a link model beside the YAML's switch model."""
+    from paced_link import PacedLink
+    from slow_switch import SlowSwitch
+
+    from simpy_astra.simulation import Simulation
+
+    tail = ("(slow_switch:SlowSwitch) changes nothing: the topology [Ring] has no switch for it to serve "
+            "(a Switch or Graph dimension has); leave it out, or give the network a switch")
+    path = _write(r11, "ring.yaml", SEND, _net("Ring", 4), "congestion_aware")
+    sim = Simulation.from_scenario(str(path), switch_model=SlowSwitch)
+    assert _switch_lines(sim) == [f"switch_model= {tail}"]
+    yaml_model = _write(r11, "ring_yaml.yaml", SEND,
+                        _net("Ring", 4, extra=", switch-model: {class: 'slow_switch:SlowSwitch'}"), "congestion_aware")
+    sim = Simulation.from_scenario(str(yaml_model), link_model=PacedLink, link_params={"gap_ns": 0})
+    assert _switch_lines(sim) == [f"{yaml_model}: network: field 'switch-model' {tail}"]
+
+
+@pytest.mark.parametrize("device", [np.int64(0), 0.0, np.int32(3)])
+def test_fail_switch_refuses_an_npu_id_of_any_number_type(r11, device):  # noqa: F811
+    """The links match ``np.int64(0)`` and ``0.0`` as ``0``: refused as ``0`` is."""
+    from simpy_astra.simulation import Simulation
+
+    scenario = r11 / "star.yaml"
+    scenario.write_text((HERE.parent / "examples" / "star_send.yaml").read_text()
+                        .replace("backend: congestion_unaware", "backend: congestion_aware"))
+    sim = Simulation.from_scenario(str(scenario))
+
+    def fault(env):
+        yield env.timeout(100)
+        sim.fail_switch(device)
+
+    sim.env.process(fault(sim.env))
+    with pytest.raises(ValueError, match=rf"^fail_switch\({device}\): device {device} is an NPU \(NPUs 0\.\.3\)"):
+        sim.run()
