@@ -59,3 +59,35 @@ def test_fail_switch_refuses_an_npu_id_of_any_number_type(r11, device):  # noqa:
     sim.env.process(fault(sim.env))
     with pytest.raises(ValueError, match=rf"^fail_switch\({device}\): device {device} is an NPU \(NPUs 0\.\.3\)"):
         sim.run()
+
+
+def test_a_plugin_backend_that_drops_a_python_model_names_the_keyword(r11, monkeypatch):  # noqa: F811
+    """A plug-in backend (``reads_element_models`` not declared) whose network ignores its
+    ``config`` is refused a model as before, but a model handed in from Python was named as
+    the YAML field ``cosim.yaml: network: field 'link-model'``; now as ``link_model=``. The
+    YAML's own key keeps its file and field."""
+    from paced_link import PacedLink
+
+    from simpy_astra.errors import InputError
+    from simpy_astra.network.backends import BACKENDS, BackendSpec, register
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+    from simpy_astra.simulation import Simulation
+
+    monkeypatch.setitem(BACKENDS, "plain_own", None)  # the registry left as it was found
+    BACKENDS.pop("plain_own")
+    register(BackendSpec("plain_own", "analytical, a network of one's own",
+                         lambda env, dims, source, config=None: CongestionUnawareNetwork(env, dims),
+                         folds="pairs", folded=None))
+    tail = ("is not read by the plain_own backend (its build does not hand 'paced_link:PacedLink' to its "
+            "links); link and switch models replace the congestion_aware backend's: run on congestion_aware, "
+            "or leave it out")
+    scenario = r11 / "cosim.yaml"
+    scenario.write_text((HERE.parent / "examples" / "cosim_ring.yaml").read_text())
+    with pytest.raises(InputError) as refused:
+        Simulation.from_scenario(str(scenario), backend="plain_own", link_model=PacedLink)
+    assert str(refused.value) == f"link_model= {tail}"
+    yaml_model = _write(r11, "ring_yaml.yaml", SEND,
+                        _net("Ring", 4, extra=", link-model: {class: 'paced_link:PacedLink'}"), "plain_own")
+    with pytest.raises(InputError) as refused:
+        Simulation.from_scenario(str(yaml_model))
+    assert str(refused.value) == f"{yaml_model}: network: field 'link-model' {tail}"

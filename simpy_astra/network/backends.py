@@ -291,10 +291,12 @@ def _models_taken(name: str, config: Any, network: Network) -> None:
     for key, lookup_model in (("link_model", lookup_link), ("switch_model", lookup_switch)):
         named = getattr(config, key, None)
         if named and getattr(network, key, None) is not lookup_model(named):
-            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
-                                f"is not read by the {name} backend (its build does not hand {named!r} to its "
-                                f"{key.split('_')[0]}s); link and switch models replace the congestion_aware "
-                                f"backend's: run on congestion_aware, or remove the field")
+            # named as it was given: Simulation's keyword (link_model=), else the YAML's field
+            given = (config.model_field(key) if hasattr(config, "model_field") else
+                     f"{getattr(config, 'source', '<network>')}: field '{key.replace('_', '-')}'")
+            raise InputError(f"{given} is not read by the {name} backend (its build does not hand {named!r} to "
+                             f"its {key.split('_')[0]}s); link and switch models replace the congestion_aware "
+                             f"backend's: run on congestion_aware, or leave it out")
 
 
 #: the backend of a run that names none (the command line, a scenario, a sweep, calibration)
