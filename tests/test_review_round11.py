@@ -91,3 +91,33 @@ def test_a_plugin_backend_that_drops_a_python_model_names_the_keyword(r11, monke
     with pytest.raises(InputError) as refused:
         Simulation.from_scenario(str(yaml_model))
     assert str(refused.value) == f"{yaml_model}: network: field 'link-model' {tail}"
+
+
+def test_a_backend_of_faults_without_links_is_not_told_to_call_an_init_it_lacks(r11, monkeypatch):  # noqa: F811
+    """simpy_astra/network/README.md names ``faults.WithoutLinks`` for a backend without links;
+    it has no ``__init__`` that sets ``send`` or ``board``, so a network built on it alone that
+    lacks them was told to call ``super().__init__(env, dims)``, which sets nothing (and
+    object's takes no arguments). It is told to return a Network; a CongestionUnawareNetwork
+    subclass that skips the base's ``__init__`` is still told to call it (round 11's test)."""
+    from simpy_astra.network.backends import BACKENDS, BackendSpec, register
+    from simpy_astra.network.faults import WithoutLinks
+    from simpy_astra.plugins import PluginError
+    from simpy_astra.simulation import Simulation
+
+    class Closed(WithoutLinks):
+        name = "closed"
+
+        def __init__(self, env, dims):
+            self.env = env
+
+    monkeypatch.setitem(BACKENDS, "closed", None)  # the registry left as it was found
+    BACKENDS.pop("closed")
+    register(BackendSpec("closed", "closed forms of one's own", lambda env, dims, source, config=None: Closed(env, dims),
+                         folds=None, folded=None))
+    scenario = r11 / "cosim.yaml"
+    scenario.write_text((HERE.parent / "examples" / "cosim_ring.yaml").read_text())
+    with pytest.raises(PluginError) as refused:
+        Simulation.from_scenario(str(scenario), backend="closed")
+    assert str(refused.value) == ("network backend 'closed': build returned Closed, which has no send, recv, board, "
+                                  "...; return a simpy_astra.network.Network (e.g. a CongestionUnawareNetwork "
+                                  "subclass, docs/backends.md)")

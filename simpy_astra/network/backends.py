@@ -262,9 +262,11 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         missing = [m for m in _NETWORK_MEMBERS if not hasattr(type(network), m) and m not in have]
         if missing:
             cls = type(network).__name__
-            # a subclass of ours lacks what our __init__ sets: its own __init__ skipped ours
+            # a subclass of a network of ours lacks what our __init__ sets: its own skipped ours
+            # (a bare faults.WithoutLinks sets nothing: its members are the author's to write)
+            ours = [base for base in type(network).__mro__[1:] if base.__module__.startswith("simpy_astra.")]
             fix = (f"{cls}.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)"
-                   if isinstance(network, RegisteredName) else
+                   if any("__init__" in vars(base) for base in ours) else
                    "return a simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, docs/backends.md)")
             raise PluginError(f"network backend '{name}': build returned {cls}, which has no "
                               f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; {fix}")
