@@ -52,10 +52,10 @@ def test_a_switch_model_on_a_network_without_a_switch_is_told_it_changes_nothing
         path = _write(r11, f"{topology}.yaml", send, _net(topology, 4), "congestion_aware")
         sim = Simulation.from_scenario(str(path), switch_model=SlowSwitch, switch_params={"delay_ns": 30})
         assert max(r.finished_ns for r in sim.run()) == expected
-        lines = [w for w in sim.warnings if "switch-model" in w]
-        assert lines == ([f"{path}: network: field 'switch-model' (slow_switch:SlowSwitch) changes nothing: the "
-                          f"topology [Ring] has no switch for it to serve (a Switch or Graph dimension has); "
-                          f"leave it out, or give the network a switch"] if told else [])
+        lines = [w for w in sim.warnings if "changes nothing" in w]
+        assert lines == (["switch_model= (slow_switch:SlowSwitch) changes nothing: the "
+                          "topology [Ring] has no switch for it to serve (a Switch or Graph dimension has); "
+                          "leave it out, or give the network a switch"] if told else [])
     # the network YAML's own key, on the command line: the warning on stderr, the figure unchanged
     path = _write(r11, "ring_yaml.yaml", send, _net("Ring", 4, extra=", switch-model: {class: delay, delay_ns: 30}"),
                   "congestion_aware")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any
 
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
@@ -154,15 +153,17 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
         fix = f"{topology.__qualname__}.{method}()" + (f" or {also}()" if also else "")
         return PluginError(f"{who}: {method}{args} returned {shown}; expected {expected}; fix {fix} in {home}")
 
-    def theirs(method: str, call: Any, *args: Any) -> Any:
-        if getattr(topology, method) is getattr(BasicTopology, method):
-            return call(*args)  # ours (path_profile by default): not theirs to fix
-        try:
-            return call(*args)
-        except PluginError:
-            raise  # a method of theirs that it called answered wrong: said already
-        except Exception as exc:  # noqa: BLE001 - the user's method failed
-            raise PluginError(user_code_problem(f"{who}, method {method}()", exc), exc) from None
+    def theirs(method: str, exc: Exception) -> Exception:
+        """What to raise for ``exc``, which ``method`` raised: one line naming the user's method
+        (its context dropped, as ``from None`` drops it); ``exc`` itself from a method of ours
+        (path_profile by default), not theirs to fix, or a PluginError said already (a method of
+        theirs that it called answered wrong). Asked on the error path only: each call pays for
+        a ``try`` alone, which costs nothing until it raises."""
+        if getattr(topology, method) is getattr(BasicTopology, method) or isinstance(exc, PluginError):
+            return exc
+        error = PluginError(user_code_problem(f"{who}, method {method}()", exc), exc)
+        error.__suppress_context__ = True
+        return error
 
     def number(value: object, positive: bool) -> bool:
         return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -173,7 +174,11 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
         name = topology.name  # reports call it as the user's class is called
 
         def hops(self, src: int, dst: int) -> int:
-            value = users_int(theirs("hops", super().hops, src, dst))
+            try:
+                value = super().hops(src, dst)
+            except Exception as exc:  # noqa: BLE001 - the user's method failed
+                raise theirs("hops", exc)  # noqa: B904 - theirs() says what context it keeps
+            value = users_int(value)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise wrong("hops", (src, dst), value, "an integer >= 1 (links crossed)")
             return value
@@ -201,7 +206,10 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
 
         def _a_path(self, src: int, dst: int) -> list[int]:
             """The user's route, checked to be a path from ``src`` to ``dst`` along links()."""
-            value = theirs("route", super().route, src, dst)
+            try:
+                value = super().route(src, dst)
+            except Exception as exc:  # noqa: BLE001 - the user's method failed
+                raise theirs("route", exc)  # noqa: B904 - theirs() says what context it keeps
             value = [users_int(d) for d in value] if isinstance(value, list | tuple) else value
             if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
                     or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
@@ -216,21 +224,30 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
             return value
 
         def link_params(self, src: int, dst: int) -> tuple[float, float]:
-            value = theirs("link_params", super().link_params, src, dst)
+            try:
+                value = super().link_params(src, dst)
+            except Exception as exc:  # noqa: BLE001 - the user's method failed
+                raise theirs("link_params", exc)  # noqa: B904 - theirs() says what context it keeps
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], True)
                     and number(value[1], False)):
                 raise wrong("link_params", (src, dst), value, "(bandwidth GB/s > 0, latency ns >= 0), finite")
             return value
 
         def path_profile(self, src: int, dst: int) -> tuple[float, float]:
-            value = theirs("path_profile", super().path_profile, src, dst)
+            try:
+                value = super().path_profile(src, dst)
+            except Exception as exc:  # noqa: BLE001 - the user's method failed
+                raise theirs("path_profile", exc)  # noqa: B904 - theirs() says what context it keeps
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], False)
                     and number(value[1], True)):
                 raise wrong("path_profile", (src, dst), value, "(latency ns >= 0, bandwidth GB/s > 0), finite")
             return value
 
         def links(self) -> list[tuple[int, int]]:
-            value = theirs("links", super().links)
+            try:
+                value = super().links()
+            except Exception as exc:  # noqa: BLE001 - the user's method failed
+                raise theirs("links", exc)  # noqa: B904 - theirs() says what context it keeps
             if isinstance(value, list | tuple):  # numpy's integers are ids too
                 value = [tuple(map(users_int, e)) if isinstance(e, tuple | list) else e for e in value]
             if not isinstance(value, list | tuple) or not all(

@@ -58,6 +58,9 @@ class NetworkConfig:
     #: their keyword arguments (``link-model: {class: NAME, key: value}``), as (key, value) pairs
     link_params: tuple[tuple[str, Any], ...] = ()
     switch_params: tuple[tuple[str, Any], ...] = ()
+    #: the models handed in from Python (``"link_model"``, ``"switch_model"``), whose messages
+    #: name the keyword given, not a YAML field the scenario does not have
+    models_from_python: tuple[str, ...] = field(default=(), compare=False)
     #: a cluster preset's machine (:class:`~simpy_astra.network.rails.Rails`): the
     #: congestion-unaware backend charges each pair its route through NVSwitch and the rails;
     #: None (every ASTRA-sim input): the reference's lowest-differing-dimension rule
@@ -65,6 +68,12 @@ class NetworkConfig:
     #: a cluster preset's all-reduce timed as NCCL times it
     #: (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); None: played on the network
     nccl: Any = None
+
+    def model_field(self, key: str) -> str:
+        """The input that chose the ``key`` (``"switch_model"``) element model, as messages name it."""
+        if key in self.models_from_python:
+            return f"{key}="
+        return f"{self.source}: field '{key.replace('_', '-')}'"
 
     def topology_field(self, dim: int) -> str:
         """The input that chose dimension ``dim``'s topology, as its errors name it."""
@@ -495,7 +504,8 @@ def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any]
         problem = check_params(model, params, contract) or trial_problem(model, params, key == "link_model")
         if problem is not None:
             raise InputError(f"{key}=: ({name}) {problem}")
-        net = replace(net, **{key: name, key.replace("model", "params"): tuple(params.items())})
+        net = replace(net, **{key: name, key.replace("model", "params"): tuple(params.items())},
+                      models_from_python=(*net.models_from_python, key))
     return replace(inputs, network=net)
 
 

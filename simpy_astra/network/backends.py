@@ -262,9 +262,11 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         missing = [m for m in _NETWORK_MEMBERS if not hasattr(type(network), m) and m not in have]
         if missing:
             cls = type(network).__name__
-            # a subclass of ours lacks what our __init__ sets: its own __init__ skipped ours
+            # a subclass of a network of ours lacks what our __init__ sets: its own skipped ours
+            # (a bare faults.WithoutLinks sets nothing: its members are the author's to write)
+            ours = [base for base in type(network).__mro__[1:] if base.__module__.startswith("simpy_astra.")]
             fix = (f"{cls}.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)"
-                   if isinstance(network, RegisteredName) else
+                   if any("__init__" in vars(base) for base in ours) else
                    "return a simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, docs/backends.md)")
             raise PluginError(f"network backend '{name}': build returned {cls}, which has no "
                               f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; {fix}")
@@ -291,10 +293,12 @@ def _models_taken(name: str, config: Any, network: Network) -> None:
     for key, lookup_model in (("link_model", lookup_link), ("switch_model", lookup_switch)):
         named = getattr(config, key, None)
         if named and getattr(network, key, None) is not lookup_model(named):
-            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
-                                f"is not read by the {name} backend (its build does not hand {named!r} to its "
-                                f"{key.split('_')[0]}s); link and switch models replace the congestion_aware "
-                                f"backend's: run on congestion_aware, or remove the field")
+            # named as it was given: Simulation's keyword (link_model=), else the YAML's field
+            given = (config.model_field(key) if hasattr(config, "model_field") else
+                     f"{getattr(config, 'source', '<network>')}: field '{key.replace('_', '-')}'")
+            raise InputError(f"{given} is not read by the {name} backend (its build does not hand {named!r} to "
+                             f"its {key.split('_')[0]}s); link and switch models replace the congestion_aware "
+                             f"backend's: run on congestion_aware, or leave it out")
 
 
 #: the backend of a run that names none (the command line, a scenario, a sweep, calibration)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
+from numbers import Number
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -166,7 +167,8 @@ class CoSimulation:
         """Fail switch ``device`` for good, now (:meth:`fail_device`). An NPU's id is refused:
         switches are numbered from the NPU count on (or named, a graph's ``"sw"``), and
         ``fail_switch(0)`` failed NPU 0's links in silence where a switch was meant."""
-        if isinstance(device, int) and not isinstance(device, bool) and 0 <= device < self.total_npus:
+        # any number equal to an NPU's id (numpy's 0, 0.0): the links match it as they match 0
+        if isinstance(device, Number) and not isinstance(device, bool) and device in range(self.total_npus):
             raise ValueError(f"fail_switch({device}): device {device} is an NPU (NPUs 0..{self.total_npus - 1}), "
                              f"not a switch: switches are numbered from {self.total_npus} on or named by their "
                              f"label; fail_device({device}) fails an NPU's links")

@@ -142,7 +142,7 @@ def switchless_switch_model(inputs: SimulationInputs, topologies: list) -> str |
     if net.switch_model is None or any(Fabric.switches_per_instance(topo) for topo in topologies):
         return None
     shape = ", ".join(type(topo).__name__ for topo in topologies)
-    return (f"{net.source}: field 'switch-model' ({net.switch_model}) changes nothing: the topology [{shape}] has "
+    return (f"{net.model_field('switch_model')} ({net.switch_model}) changes nothing: the topology [{shape}] has "
             f"no switch for it to serve (a Switch or Graph dimension has); leave it out, or give the network a switch")
 
 
