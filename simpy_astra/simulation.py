@@ -111,7 +111,10 @@ class Simulation(CoSimulation):
         self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs, dims)
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
         hold = self.folding is not None and self.network.may_break_symmetry
-        self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
+        # a cluster preset's (not ASTRA-sim's inputs, whose order within a tick is kept): NPU order
+        # folded or not, so that --fold-symmetry off prints what on does
+        in_npu_order = self.folding is not None or net.rails is not None
+        self._orbits = OrbitReports(self.folding, self._emit, hold) if in_npu_order else None
         self.unfolded_rerun = False  # a folded run that stalled (or lost its symmetry) ran again unfolded
         #: called with the unfolded Simulation such a run hands over to, before it runs (recorders follow)
         self.rerun_watchers: list[Callable[[Simulation], None]] = []
@@ -215,6 +218,8 @@ class Simulation(CoSimulation):
                 self._running = False
         if (until is not None and not self.finished.processed and not self._stalled.processed
                 and self._env.peek() != float("inf")):
+            if self._orbits is not None:  # what finished before ``until``, out now
+                self._orbits.settle()
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
 

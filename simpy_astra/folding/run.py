@@ -287,10 +287,13 @@ class OrbitReports:
     """Hands out a finished representative's report once per orbit member.
 
     Reports of one tick are held until the clock moves on and then given out in NPU-id
-    order, the order an unfolded run of a symmetric workload finishes in; with ``hold``, all
-    are held until :meth:`flush` (a run that may yet turn out not to be symmetric)."""
+    order: a folded run cannot know the order its orbit members would have finished in within
+    the tick. With ``folding`` None (an unfolded cluster preset's run, which keeps no
+    ASTRA-sim order) each NPU stands for itself, so that both runs print the same lines in the
+    same order. With ``hold``, all are held until :meth:`flush` (a run that may yet turn out
+    not to be symmetric)."""
 
-    def __init__(self, folding: Folding, emit: Callable[[NpuReport], None], hold: bool = False) -> None:
+    def __init__(self, folding: Folding | None, emit: Callable[[NpuReport], None], hold: bool = False) -> None:
         self.folding = folding
         self.emit = emit
         self.hold = hold
@@ -301,8 +304,14 @@ class OrbitReports:
         pending = self._pending
         if pending and not self.hold and pending[0].finished_cycles != report.finished_cycles:
             self.flush()
-        for member in self.folding.orbit(report.npu_id):
+        for member in [report.npu_id] if self.folding is None else self.folding.orbit(report.npu_id):
             pending.append(report if member == report.npu_id else report.for_npu(member))
+
+    def settle(self) -> None:
+        """The run stopped between instants (``run(until=...)``): give out what is held, unless
+        the run may yet be done again unfolded (``hold``)."""
+        if not self.hold:
+            self.flush()
 
     def flush(self) -> None:
         for report in sorted(self._pending, key=lambda r: (r.finished_cycles, r.npu_id)):
