@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from simpy_astra.engine.nccl_names import FORCEABLE
-from simpy_astra.engine.nccl_tuning import COLLECTIVE_ALGORITHMS
+from simpy_astra.engine.nccl_names import COLLECTIVE_ALGORITHMS, FORCEABLE
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
@@ -94,7 +93,7 @@ def _algorithm_absent(cluster: Cluster, algo: str) -> str | None:
 
 def _runs(algo: str) -> str:
     """``nvls (for an all-reduce, reduce-scatter or all-gather)``: ``algo`` and the collectives
-    NCCL may run it for (``nccl_tuning.COLLECTIVE_ALGORITHMS``)."""
+    NCCL may run it for (``nccl_names.COLLECTIVE_ALGORITHMS``)."""
     kinds = [kind.replace("_", "-") for kind, algos in COLLECTIVE_ALGORITHMS.items() if algo in algos]
     listed = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
     return f"{algo} (for a{'n' if listed[0] in 'aeiou' else ''} {listed})"

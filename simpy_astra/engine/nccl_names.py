@@ -2,6 +2,8 @@
 the tuning model (:mod:`simpy_astra.engine.nccl_tuning`) that times them: the scenario
 reader checks the names on every run, and the model's tables load only with a cluster."""
 
+from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+
 #: the all-reduce's algorithms (each with its fitted ``nccl_<algo>_efficiency``)
 ALGORITHMS = ("ring", "tree", "nvls")
 #: the algorithms a scenario may force (``nccl_algo``, as ``NCCL_ALGO``: each for the collectives
@@ -9,6 +11,11 @@ ALGORITHMS = ("ring", "tree", "nvls")
 #: messages)
 FORCEABLE = (*ALGORITHMS, "pat")
 MODEL_ONLY = ("tree", "nvls", "pat")
+#: tuning.cc: the algorithms NCCL times for each collective (CollNet, needing SHARP switches,
+#: is not modelled): the tree is the all-reduce's alone, PAT the all-gather's and the
+#: reduce-scatter's alone (2.23 on); the scenario reader names them in its warnings
+COLLECTIVE_ALGORITHMS = {ALL_REDUCE: ALGORITHMS, REDUCE_SCATTER: ("ring", "nvls", "pat"),
+                         ALL_GATHER: ("ring", "nvls", "pat")}
 #: the rule a sweep's point breaks where NCCL has no forced algorithm for a collective (NCCL 2.24
 #: on stops there, as a real job would): an invalid point, not a failure of the simulator
 NO_FORCED_ALGORITHM = "NCCL has no forced algorithm here"

@@ -49,14 +49,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
-from simpy_astra.engine.nccl_names import ALGORITHMS
+from simpy_astra.collectives.base import ALL_REDUCE
+from simpy_astra.engine.nccl_names import ALGORITHMS as ALGORITHMS  # the model's callers read it here
+from simpy_astra.engine.nccl_names import COLLECTIVE_ALGORITHMS
 
-#: tuning.cc: the algorithms NCCL times for each collective (CollNet, needing SHARP switches,
-#: is not modelled): the tree is the all-reduce's alone, PAT the all-gather's and the
-#: reduce-scatter's alone (2.23 on)
-COLLECTIVE_ALGORITHMS = {ALL_REDUCE: ALGORITHMS, REDUCE_SCATTER: ("ring", "nvls", "pat"),
-                         ALL_GATHER: ("ring", "nvls", "pat")}
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: tuning.cc baseLatencies (us): per algorithm, per protocol (NVLS has none)
 BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
