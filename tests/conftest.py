@@ -35,3 +35,17 @@ def own_cache(monkeypatch, tmp_path):
     from the shell (so the console is laid out for 80 columns, as in a pipe)."""
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_restored():
+    """SIGINT's and SIGTERM's handlers as they were before each test, for tests that set
+    Python's own Ctrl-C handler (a shell's background job, as CI runs, starts with SIGINT
+    ignored, and a sweep rightly leaves an ignored signal ignored)."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)

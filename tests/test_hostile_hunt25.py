@@ -119,6 +119,9 @@ def test_a_stop_as_a_row_is_saved_counts_that_row(tmp_path, capsys, monkeypatch)
     # before: a Ctrl-C or SIGTERM arriving as a row had been written (results.csv's fsync), but
     # before the store counted it, said "0 of 2 points saved" while the file held one row (and
     # a resume took it: "1 already in results.csv"); now the stop waits for the count
+    # Python's own Ctrl-C handler, as a terminal starts it (CI's background job starts with
+    # SIGINT ignored, which a sweep leaves ignored: the stop would never come)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     real_fsync = os.fsync
 
     def fsync_then_stop(fd: int) -> None:
