@@ -119,7 +119,7 @@ def test_users_topology_answers_are_checked(user_dir: Path, capsys, topology, ba
     code = main(["run", str(path), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_INPUT_ERROR, err
-    assert len(err) == 1 and "simpy-astra bug" not in err[0] and f"'bad_topos:{topology}'" in err[0], err
+    assert len(err) == 1 and "simpy-astra bug" not in err[0] and f"(bad_topos:{topology})" in err[0], err
     for word in words:
         assert word in err[0], (word, err[0])
 
