@@ -156,6 +156,10 @@ def load_yaml(src: str, what: str) -> Any:
     text = read_text(src, what)
     try:
         return copy.deepcopy(_parsed_once(text)) if len(text) <= _KEPT_PARSE_CHARS else parse_yaml(text)
+    except yaml.reader.ReaderError as exc:  # its own words: '... in "<unicode string>", position 716'
+        raise InputError(f"{src}: invalid YAML at {_line_and_column(text, exc.position)}: character "
+                         f"U+{exc.character:04X} ({_control_name(exc.character)}) cannot be in YAML text; delete "
+                         f"it (a binary file, or one pasted with control characters?)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -167,6 +171,18 @@ def load_yaml(src: str, what: str) -> Any:
         raise InputError(f"{src}: invalid YAML: {problem}") from None
     except (RecursionError, ValueError) as exc:  # a guard above missed a case; still the file's fault
         raise InputError(f"{src}: cannot be read as YAML ({type(exc).__name__}: {exc})") from None
+
+
+def _line_and_column(text: str, position: int) -> str:
+    """'line 3, column 7' of the character at ``position`` of ``text``."""
+    start = text.rfind("\n", 0, position) + 1
+    return f"line {text.count(chr(10), 0, position) + 1}, column {position - start + 1}"
+
+
+def _control_name(code: int) -> str:
+    """What a character YAML refuses is, for a person who cannot see it."""
+    return "a NUL byte" if code == 0 else "a control character" if code < 0x20 or 0x7F <= code < 0xA0 \
+        else "half of a surrogate pair" if 0xD800 <= code < 0xE000 else "a character YAML refuses"
 
 
 def read_yaml_file(src: str, what: str) -> Any:

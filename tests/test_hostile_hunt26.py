@@ -1,0 +1,59 @@
+"""A twenty-sixth hunt: inputs a careless or hostile researcher gives (files in another
+encoding, empty values, misspelt paths, stray environment values, a network graph with parts
+that do nothing). Each test failed before its fix: a wrong success, a traceback, or a
+message naming no place or no fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, write_yaml
+
+
+def default_with(**fields) -> dict:
+    """The default scenario, its workload by absolute path, with ``fields`` laid over it."""
+    return {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"]), **fields}
+
+
+def test_a_scenario_in_latin1_names_the_line_column_and_the_fix(tmp_path, capsys):
+    # before: 'is not UTF-8 text (byte 31)': a byte offset, and no fix
+    path = tmp_path / "s.yaml"
+    text = write_yaml(tmp_path, default_with(name="cafe"))
+    path.write_bytes(open(text).read().replace("name: cafe", "name: café").encode("latin-1"))
+    line = next(n for n, t in enumerate(path.read_bytes().split(b"\n"), 1) if t.startswith(b"name:"))
+    assert error_lines(capsys, ["run", str(path)]) == [
+        f"error: {path}: is not UTF-8 text (line {line}, column 10: byte 0xe9); save it as UTF-8 (iconv -f "
+        f"WINDOWS-1252 -t UTF-8 for an editor's Latin-1 or Windows-1252); expected the scenario YAML file"]
+
+
+@pytest.mark.parametrize("codec", ["UTF-16LE", "UTF-16BE"])
+def test_a_scenario_in_utf16_without_a_byte_order_mark_names_its_encoding(tmp_path, capsys, codec):
+    # before: 'invalid YAML: unacceptable character #x0000: special characters are not allowed in
+    # "<unicode string>", position 1' (PyYAML's words, no line, no fix)
+    path = tmp_path / "s.yaml"
+    path.write_bytes((SCENARIOS / "default.yaml").read_text().encode(codec.lower()))
+    assert error_lines(capsys, ["run", str(path)]) == [
+        f"error: {path}: is {codec} text without a byte-order mark (every other byte is 0), not UTF-8; save it as "
+        f"UTF-8 (iconv -f {codec} -t UTF-8); expected the scenario YAML file"]
+
+
+@pytest.mark.parametrize(("char", "name"), [("\0", "a NUL byte"), ("\x07", "a control character")])
+def test_a_control_character_in_yaml_names_its_line_and_column(tmp_path, capsys, char, name):
+    # before: '... special characters are not allowed in "<unicode string>", position 716'
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: a{char}b\n" + (SCENARIOS / "default.yaml").read_text().split("\nname:", 1)[1]
+                    .split("\n", 1)[1])
+    assert error_lines(capsys, ["run", str(path)]) == [
+        f"error: {path}: invalid YAML at line 1, column 8: character U+{ord(char):04X} ({name}) cannot be in "
+        f"YAML text; delete it (a binary file, or one pasted with control characters?)"]
+
+
+def test_a_text_workload_in_latin1_names_the_line_and_the_fix(tmp_path, capsys):
+    # before: 'not a text file': untrue of a layer name typed in Latin-1
+    path = tmp_path / "w.txt"
+    path.write_bytes(b"DATA\n1\nconv\xe9 -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 100 1\n")
+    err = error_lines(capsys, ["convert", "text", "--input", str(path), "--output", str(tmp_path / "w"),
+                               "--num-npus", "4", "--num-passes", "1"])
+    assert err == [f"error: {path}: is not UTF-8 text (line 3, column 5: byte 0xe9); save it as UTF-8 (iconv -f "
+                   f"WINDOWS-1252 -t UTF-8 for an editor's Latin-1 or Windows-1252); expected an ASTRA-sim 1.0 "
+                   f"text workload"]
