@@ -57,3 +57,30 @@ def test_a_text_workload_in_latin1_names_the_line_and_the_fix(tmp_path, capsys):
     assert err == [f"error: {path}: is not UTF-8 text (line 3, column 5: byte 0xe9); save it as UTF-8 (iconv -f "
                    f"WINDOWS-1252 -t UTF-8 for an editor's Latin-1 or Windows-1252); expected an ASTRA-sim 1.0 "
                    f"text workload"]
+
+
+@pytest.mark.parametrize(("axis", "why", "meant"), [
+    ("sytem.preferred-dataset-splits", "fail on it", "system.preferred-dataset-splits"),
+    ("netwrk.bandwidth", "fail on it", "network.bandwidth"),
+    ("network.bandwith.0", "run the same", "network.bandwidth.0"),
+    ("system.preferred-dataset-split", "run the same", "system.preferred-dataset-splits"),
+])
+def test_a_misspelt_axis_is_told_the_whole_path_it_meant(tmp_path, capsys, axis, why, meant):
+    # before: 'sytem.preferred-dataset-splits' was asked 'did you mean 'system'?' (a path that
+    # sets the whole system), and said every point would run the same, though the run refuses
+    # the unknown top-level key at every point
+    write_yaml(tmp_path, default_with(), "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {axis: [1, 2]}}, "sweep.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: {axis}: '{axis}' names no field of the scenario (every point would {why}); did "
+        f"you mean '{meant}'?"]
+
+
+def test_a_misspelt_job_field_of_an_axis_is_told_the_whole_path(tmp_path, capsys):
+    job = {"name": "a", "workload": {"generate": "microbench", "collective": "all_reduce", "size": 1024,
+                                     "num_npus": 8}, "placement": "contiguous"}
+    base = {key: value for key, value in default_with().items() if key != "workload"}
+    write_yaml(tmp_path, {**base, "jobs": [job]}, "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"jobs.0.worklod.size": [1, 2]}}, "sweep.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"])[-1].endswith(
+        "did you mean 'jobs.0.workload.size'?")
