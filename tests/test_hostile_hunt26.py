@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from simpy_astra.cli.main import main
 from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, write_yaml
 
 
@@ -84,3 +85,46 @@ def test_a_misspelt_job_field_of_an_axis_is_told_the_whole_path(tmp_path, capsys
     sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"jobs.0.worklod.size": [1, 2]}}, "sweep.yaml")
     assert error_lines(capsys, ["sweep", sweep, "--list"])[-1].endswith(
         "did you mean 'jobs.0.workload.size'?")
+
+
+def _transformer(**params) -> dict:
+    """A small Llama-style training step on the default scenario's 8 NPUs (dp 4 x tp 2)."""
+    return {"generate": "transformer", "model": "llama", "dp": 4, "tp": 2, "dmodel": 256, "dff": 512,
+            "head": 4, "kvhead": 2, "num_stacks": 2, "seq": 128, "batch": 8, "micro_batch": 4, **params}
+
+
+@pytest.mark.parametrize(("workload", "key"), [
+    (_transformer(seq=None), "seq"),
+    ({"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 8, "src": None}, "src"),
+])
+def test_a_generator_parameter_written_empty_is_refused_not_run_at_its_default(tmp_path, capsys, workload, key):
+    # before: 'seq:' with its value forgotten (YAML's null) ran the transformer at seq 1024, in
+    # silence, where a cluster key written so is refused
+    path = write_yaml(tmp_path, default_with(workload=workload))
+    generator = workload["generate"]
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.{key}: is empty (null); write its value (or leave the key out, where generate "
+        f"{generator} has a default for it)"]
+
+
+def test_a_null_generator_parameter_on_a_sweep_axis_leaves_it_at_its_default(tmp_path, capsys):
+    # '[null] for one point that leaves the field out' (sweep docs), as on a cluster axis
+    write_yaml(tmp_path, default_with(workload=_transformer()), "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"workload.seq": [None, 1024]}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
+    rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert len(rows) == 3 and all(",ok," in row for row in rows[1:]), rows
+
+
+@pytest.mark.parametrize(("workload", "key", "meant"), [
+    (_transformer(**{"micro-batch": 4}), "micro-batch", "micro_batch"),
+    ({"generate": "microbench", "collective": "all_reduce", "sizes": 1024, "num_npus": 8}, "sizes", "size"),
+    ({"generate": "microbench", "collective": "all_reduce", "size": 1024, "num-npus": 8}, "num-npus", "num_npus"),
+])
+def test_a_generator_parameter_misspelt_is_told_the_one_it_meant(tmp_path, capsys, workload, key, meant):
+    # before: "generate microbench does not take ['sizes']; use collective, size, ...", or the
+    # transformer's list of 24 names, for the flag's own spelling micro-batch
+    path = write_yaml(tmp_path, default_with(workload=workload))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.{key}: generate {workload['generate']} takes no parameter '{key}'; did you "
+        f"mean '{meant}'?"]

@@ -58,6 +58,9 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         if value is None:  # null on a cluster axis leaves the field out: the preset's, NCCL's choice
             node.pop(last, None)
             return
+    if value is None and isinstance(node, dict) and "generate" in node and last != "generate":
+        node.pop(last, None)  # null on a generator's parameter leaves it out: the generator's default
+        return
     node[last] = value
 
 
