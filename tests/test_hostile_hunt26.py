@@ -128,3 +128,44 @@ def test_a_generator_parameter_misspelt_is_told_the_one_it_meant(tmp_path, capsy
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.{key}: generate {workload['generate']} takes no parameter '{key}'; did you "
         f"mean '{meant}'?"]
+
+
+@pytest.mark.parametrize("cache", ["  ", " cache", "cache "])
+def test_a_cache_path_with_spaces_around_it_is_refused_naming_the_variable(tmp_path, capsys, monkeypatch, cache):
+    # before: SIMPY_ASTRA_CACHE="  " made a folder named by two spaces in the working folder
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", cache)
+    path = write_yaml(tmp_path, default_with(workload={"generate": "microbench", "collective": "all_reduce",
+                                                       "size": 1024, "num_npus": 8}))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload: SIMPY_ASTRA_CACHE: {cache!r} starts or ends with a space, so the cache would be "
+        f"a folder named with it; remove the spaces, or unset it for ~/.cache/simpy-astra"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+@pytest.mark.parametrize(("value", "traceback"), [("0", False), ("off", False), ("1", True)])
+def test_traceback_switch_reads_zero_as_off(tmp_path, capsys, monkeypatch, value, traceback):
+    # before: SIMPY_ASTRA_TRACEBACK=0 printed the traceback (any text was 'on'), unlike the
+    # other switches, which read 0/off as off
+    import simpy_astra.cli.run as run
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(run, "_simulate", bug)
+    monkeypatch.setenv("SIMPY_ASTRA_TRACEBACK", value)
+    path = write_yaml(tmp_path, default_with())
+    if traceback:
+        with pytest.raises(RuntimeError):
+            main(["run", path, "--quiet"])
+        return
+    assert main(["run", path, "--quiet"]) != 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "RuntimeError: a bug" in err[0], err
+
+
+def test_traceback_switch_of_another_word_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_TRACEBACK", "please")
+    assert error_lines(capsys, ["run", write_yaml(tmp_path, default_with()), "--quiet"]) == [
+        "error: SIMPY_ASTRA_TRACEBACK: must be 1/on or 0/off (got 'please'); unset it for the default (a bug's one "
+        "error line, no traceback)"]
