@@ -169,3 +169,29 @@ def test_traceback_switch_of_another_word_is_refused(tmp_path, capsys, monkeypat
     assert error_lines(capsys, ["run", write_yaml(tmp_path, default_with()), "--quiet"]) == [
         "error: SIMPY_ASTRA_TRACEBACK: must be 1/on or 0/off (got 'please'); unset it for the default (a bug's one "
         "error line, no traceback)"]
+
+
+def _star(switches: list[str]) -> dict:
+    """The default scenario's 8 NPUs under one switch s0, ``switches`` listed."""
+    graph = {"switches": switches, "links": [[npu, "s0"] for npu in range(8)]}
+    return {"topology": ["Graph"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0], "graph": graph}
+
+
+def test_a_listed_switch_no_link_names_is_refused(tmp_path, capsys):
+    # before: a switch listed but left out of every link (a typo in the links) ran in silence
+    path = write_yaml(tmp_path, default_with(network=_star(["s0", "spine"]), backend="congestion_aware"))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: network: field 'graph.switches' lists 'spine', which no link in graph.links names; link "
+        f"it, or remove it"]
+    assert main(["run", write_yaml(tmp_path, default_with(network=_star(["s0"]), backend="congestion_aware")),
+                 "--quiet"]) == 0
+
+
+@pytest.mark.parametrize(("field", "backend"), [("link-model", "congestion_unaware"), ("switch-model", "packet")])
+def test_an_element_model_beside_another_backend_is_told_the_fix(tmp_path, capsys, field, backend):
+    # before: '... is read by the congestion_aware backend only, not packet': no fix
+    network = {**DEFAULT["network"], field: "ecn" if field == "link-model" else "delay"}
+    path = write_yaml(tmp_path, default_with(network=network, backend=backend))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: network: field '{field}' is read by the congestion_aware backend only, not {backend}; set "
+        f"backend: congestion_aware (or --network-backend congestion_aware), or remove it"]
