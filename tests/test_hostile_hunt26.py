@@ -195,3 +195,41 @@ def test_an_element_model_beside_another_backend_is_told_the_fix(tmp_path, capsy
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: network: field '{field}' is read by the congestion_aware backend only, not {backend}; set "
         f"backend: congestion_aware (or --network-backend congestion_aware), or remove it"]
+
+
+@pytest.mark.parametrize(("written", "problem"), [
+    ("$HOME/traces/step", "$HOME is a shell's variable, which no shell expands here: write {home}/traces/step"),
+    ("${HOME}/traces/step", "$HOME is a shell's variable, which no shell expands here: write {home}/traces/step"),
+    ("$NO_SUCH_VARIABLE_H26/step", "$NO_SUCH_VARIABLE_H26 is a shell's variable, which no shell expands here: "
+                                   "write the path itself"),
+    (" traces/step", "it starts or ends with a space: remove it"),
+])
+def test_a_path_written_as_a_shell_reads_it_is_told_the_fix(tmp_path, capsys, monkeypatch, written, problem):
+    # before: 'SCENARIO_FOLDER/$HOME/traces/step.0.et: the ET file for NPU 0 does not exist'
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NO_SUCH_VARIABLE_H26", raising=False)
+    path = write_yaml(tmp_path, default_with(workload=written))
+    said = problem.format(home=tmp_path / "home")
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: field 'workload' is {written!r}: {said}"]
+
+
+def test_a_preset_or_base_path_written_as_a_shell_reads_it_is_told_the_fix(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": "--num-layers 2"},
+                                 "cluster": {"preset": "$HOME/my.yaml", "gpus": 8}})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: cluster.preset: '$HOME/my.yaml': $HOME is a shell's variable, which no shell expands "
+        f"here: write {tmp_path}/home/my.yaml"]
+    write_yaml(tmp_path, default_with(), "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml ", "axes": {"network.bandwidth": [1, 2]}}, "sweep.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: base: 'base.yaml ': it starts or ends with a space: remove it"]
+
+
+def test_a_file_literally_named_with_a_dollar_is_read(tmp_path, capsys):
+    folder = tmp_path / "$HOME"
+    folder.mkdir()
+    for rank in range(8):
+        (folder / f"step.{rank}.et").write_bytes((SCENARIOS / f"{DEFAULT['workload']}.{rank}.et").read_bytes())
+    path = write_yaml(tmp_path, default_with(workload="$HOME/step"))
+    assert main(["run", path, "--quiet"]) == 0
