@@ -5,7 +5,10 @@ message naming no place or no fix."""
 
 from __future__ import annotations
 
+import csv
+
 import pytest
+import yaml
 
 from simpy_astra.cli.main import main
 from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, write_yaml
@@ -233,3 +236,21 @@ def test_a_file_literally_named_with_a_dollar_is_read(tmp_path, capsys):
         (folder / f"step.{rank}.et").write_bytes((SCENARIOS / f"{DEFAULT['workload']}.{rank}.et").read_bytes())
     path = write_yaml(tmp_path, default_with(workload="$HOME/step"))
     assert main(["run", path, "--quiet"]) == 0
+
+
+def test_an_indexed_axis_on_an_aliased_list_sets_that_field_alone(tmp_path, capsys):
+    # before: 'latency: *bw' shared the list 'bandwidth: &bw [500.0]' named, so the point
+    # network.bandwidth.0=100 ran at latency 100 too (103,300 ns, faster than at 500 GB/s)
+    text = (f"workload: {SCENARIOS / DEFAULT['workload']}\n" + yaml.safe_dump({"system": DEFAULT["system"]})
+            + "network:\n  topology: [Ring]\n  npus_count: [8]\n  bandwidth: &bw [500.0]\n  latency: *bw\n")
+    (tmp_path / "base.yaml").write_text(text)
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"network.bandwidth.0": [100.0]}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
+    swept = next(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    alone = write_yaml(tmp_path, default_with(network={**DEFAULT["network"], "bandwidth": [100.0],
+                                                       "latency": [500.0]}), "alone.yaml")
+    capsys.readouterr()
+    assert main(["run", alone, "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"iteration time {int(swept['finish_ns']):,} ns")
+    point = next((tmp_path / "out" / "points").iterdir()).read_text()
+    assert "*id" not in point and "&id" not in point

@@ -4,7 +4,6 @@ writing YAML that reads back as written.
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from typing import Any
@@ -128,8 +127,21 @@ def dump_yaml(data: Any, stream: Any = None, **options: Any) -> Any:
 
 
 def parse_yaml(text: str) -> Any:
-    """YAML text as config files are read (:class:`ConfigLoader`); raises yaml.YAMLError."""
-    return yaml.load(text, Loader=ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+    """YAML text as config files are read (:class:`ConfigLoader`), each alias (``*name``) a copy of
+    its anchor's value; raises yaml.YAMLError."""
+    return unshared(yaml.load(text, Loader=ConfigLoader))  # noqa: S506 - a SafeLoader subclass
+
+
+def unshared(value: Any) -> Any:
+    """``value`` with every list and mapping its own copy. PyYAML gives an alias the very object
+    its anchor names: a sweep's ``network.bandwidth.0`` axis set latency too where the base wrote
+    ``latency: *bw``, a wrong figure. Aliases expand to at most :data:`MAX_ALIAS_EXPANSION`
+    values and nest :data:`MAX_NESTING` deep, so the copy is bounded."""
+    if isinstance(value, dict):
+        return {key: unshared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unshared(item) for item in value]
+    return value
 
 
 #: the fix for YAML's syntax errors a hand-written file makes most (the parser names none)
@@ -152,10 +164,10 @@ def _parsed_once(text: str) -> Any:
 
 def load_yaml(src: str, what: str) -> Any:
     """The file is read every time (an edit is seen); only parsing the same text again is saved,
-    and each caller gets its own copy to change."""
+    and each caller gets its own copy to change (:func:`unshared`)."""
     text = read_text(src, what)
     try:
-        return copy.deepcopy(_parsed_once(text)) if len(text) <= _KEPT_PARSE_CHARS else parse_yaml(text)
+        return unshared(_parsed_once(text)) if len(text) <= _KEPT_PARSE_CHARS else parse_yaml(text)
     except yaml.reader.ReaderError as exc:  # its own words: '... in "<unicode string>", position 716'
         raise InputError(f"{src}: invalid YAML at {_line_and_column(text, exc.position)}: character "
                          f"U+{exc.character:04X} ({_control_name(exc.character)}) cannot be in YAML text; delete "
