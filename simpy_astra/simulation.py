@@ -167,7 +167,9 @@ class Simulation(CoSimulation):
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self._env.now > horizon.HORIZON_NS:  # sizes over bandwidths add up past what time can hold
-            raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config)
+            late = next((job for job in self.jobs or () if npu.device_id in job.npus), None)
+            raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config,
+                                              late)
         if self.jobs is not None:  # reports name physical NPUs
             self._emit(npu.report.for_npu(npu.device_id))
         elif self._orbits is None:

@@ -254,3 +254,20 @@ def test_an_indexed_axis_on_an_aliased_list_sets_that_field_alone(tmp_path, caps
     assert capsys.readouterr().out.startswith(f"iteration time {int(swept['finish_ns']):,} ns")
     point = next((tmp_path / "out" / "points").iterdir()).read_text()
     assert "*id" not in point and "&id" not in point
+
+
+def test_a_job_started_too_late_to_finish_is_told_its_start_not_the_bandwidth(tmp_path, capsys):
+    # before: 'network: NPU 0 would finish at 9.223e+18 ns ...; raise the bandwidth or shrink
+    # the sizes', for a job whose own 94,720 ns fit easily from 0
+    job = {"name": "a", "workload": {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20,
+                                     "num_npus": 4}, "npus": [0, 1, 2, 3]}
+    base = {key: value for key, value in default_with().items() if key != "workload"}
+    alone = write_yaml(tmp_path, {**base, "jobs": [job]}, "alone.yaml")
+    assert main(["run", alone, "--quiet"]) == 0
+    took = int(capsys.readouterr().out.split()[2].replace(",", ""))
+    horizon = 2**63 - 1
+    late = write_yaml(tmp_path, {**base, "jobs": [{**job, "start_ns": horizon - took // 2}]})
+    err = error_lines(capsys, ["run", late, "--quiet"])[-1]
+    assert err.startswith(f"error: {late}: jobs[0].start_ns: job a starts at {horizon - took // 2:,} ns, and its "
+                          f"NPU 0 would finish at "), err
+    assert err.endswith(f"; start it at most {horizon - took:,} ns"), err
