@@ -1,13 +1,15 @@
 """Megatron-Core's DGX H100 weak-scaling table (../shared/realtables/MCORE_H100.md), predicted.
 
-Each row runs as the table says to reproduce it: the arguments of "Arguments to reproduce a
-row" (micro-batch 1, bf16, distributed optimizer, overlapped gradient reduce and parameter
-gather, untied embeddings; sequence parallelism and ``--tp-comm-overlap`` where tp > 1) on
-``cluster: {preset: dgx-h100, gpus, inter_node_gbit_s: 3200}``, through ``python -m simpy_astra
-run FILE --json-out OUT --quiet``. Prints published against predicted seconds per iteration
-and TFLOP/s per GPU, the error per row, the mean |error| and the Spearman rank correlation.
+Each row runs with the arguments of "Arguments to reproduce a row" (bf16, distributed
+optimizer, overlapped gradient reduce and parameter gather, untied embeddings; sequence
+parallelism and ``--tp-comm-overlap`` where tp > 1) and the micro-batch and interleaving the
+runs show, which the table does not publish (:func:`row_args`; ``--as-given``: the file's
+micro-batch 1 and 1F1B), on ``cluster: {preset: dgx-h100, gpus, inter_node_gbit_s: 3200}``,
+through ``python -m simpy_astra run FILE --json-out OUT --quiet``. Prints published against
+predicted seconds per iteration and TFLOP/s per GPU, the error per row, the mean |error| and
+the Spearman rank correlation.
 
-    python benchmarks/megatron_mcore_h100.py [--table PATH] [--rows 1,2,3] [--json OUT]
+    python benchmarks/megatron_mcore_h100.py [--table PATH] [--rows 1,2,3] [--as-given] [--json OUT]
 """
 
 from __future__ import annotations
