@@ -18,6 +18,7 @@ from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
 from simpy_astra.config.file_text import PathLike
 from simpy_astra.config.unknown_keys import unknown_key_warnings
 from simpy_astra.config.yaml_reader import load_yaml_mapping
+from simpy_astra.engine.collective_timer import CollectiveTimer
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import horizon
 from simpy_astra.infra.stopping import requested
@@ -65,9 +66,9 @@ class NetworkConfig:
     #: congestion-unaware backend charges each pair its route through NVSwitch and the rails;
     #: None (every ASTRA-sim input): the reference's lowest-differing-dimension rule
     rails: Any = None
-    #: a cluster preset's all-reduce timed as NCCL times it
+    #: the collectives timed in closed form, a cluster preset's as NCCL times them
     #: (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); None: played on the network
-    nccl: Any = None
+    nccl: CollectiveTimer | None = None
 
     def model_field(self, key: str) -> str:
         """The input that chose the ``key`` (``"switch_model"``) element model, as messages name it."""
