@@ -21,7 +21,7 @@ from simpy.core import StopSimulation
 
 from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.config.network import with_python_overrides
+from simpy_astra.config.python_overrides import with_python_overrides
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.events import fast_collection, process_in_place_or_raise, stop_at_end_of_instant
