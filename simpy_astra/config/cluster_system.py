@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy_astra.config.system import COLLECTIVE_KEY_STEMS, SystemConfig
+from simpy_astra.config.system import SystemConfig
+from simpy_astra.config.system_collectives import COLLECTIVE_KEY_STEMS
 from simpy_astra.engine.collective_timer import CollectiveTimer
 from simpy_astra.errors import InputError
 
