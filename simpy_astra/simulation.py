@@ -58,7 +58,7 @@ class Simulation(CoSimulation):
         ``topology``/``routes``: a ``networkx.DiGraph`` (same NPU count) and paths it pins, routed
         as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
-        (:func:`~simpy_astra.config.network.with_models`)."""
+        (:func:`~simpy_astra.config.python_overrides.with_models`)."""
         self._take_arguments(inputs, on_report, memory_traces, env)
         inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model, switch_params)
         self.inputs = inputs
