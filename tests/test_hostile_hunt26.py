@@ -111,7 +111,7 @@ def test_a_generator_parameter_written_empty_is_refused_not_run_at_its_default(t
 
 
 def test_a_null_generator_parameter_on_a_sweep_axis_leaves_it_at_its_default(tmp_path, capsys):
-    # '[null] for one point that leaves the field out' (sweep docs), as on a cluster axis
+    # null leaves our generator's parameter out (docs/sweeps.md), as on a cluster axis
     write_yaml(tmp_path, default_with(workload=_transformer()), "base.yaml")
     sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"workload.seq": [None, 1024]}}, "sweep.yaml")
     assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
@@ -271,3 +271,22 @@ def test_a_job_started_too_late_to_finish_is_told_its_start_not_the_bandwidth(tm
     assert err.startswith(f"error: {late}: jobs[0].start_ns: job a starts at {horizon - took // 2:,} ns, and its "
                           f"NPU 0 would finish at "), err
     assert err.endswith(f"; start it at most {horizon - took:,} ns"), err
+
+
+def test_a_sweep_null_on_a_users_generator_parameter_is_given_to_it_as_run_gives_it():
+    # review of ce8c7c6: a sweep's null left out every key beside 'generate', so a user's
+    # generator got no key from the sweep where run gives it the scenario's 'key: null'; ours
+    # refuse a null, so there the sweep's null leaves the key out (docs/sweeps.md)
+    from simpy_astra.sweep.base_scenario import set_path
+    from simpy_astra.workloads.generator_registry import GENERATORS, register
+
+    register("review_gen_user", lambda params, prefix: None)
+    try:
+        users = {"workload": {"generate": "review_gen_user", "depth": 3}}
+        set_path(users, "workload.depth", None, "s.yaml")
+    finally:
+        GENERATORS.pop("review_gen_user")
+    assert users["workload"] == {"generate": "review_gen_user", "depth": None}
+    ours = {"workload": {"generate": "microbench", "size": 1024}}
+    set_path(ours, "workload.size", None, "s.yaml")
+    assert ours["workload"] == {"generate": "microbench"}

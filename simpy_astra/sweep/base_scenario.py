@@ -12,12 +12,21 @@ from simpy_astra.config.cluster_fields import OLD_KEYS
 from simpy_astra.config.cluster_presets import PRESET_DIR
 from simpy_astra.config.file_text import short_path
 from simpy_astra.config.path_words import shell_words
+from simpy_astra.config.scenario_workload import generator_entry
 from simpy_astra.config.yaml_reader import read_yaml_file
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import resolve_paths
 
 #: the scenario's fields that name a file (and the format it is in)
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
+
+
+def _ours(generator: Any) -> bool:
+    """Whether ``generator`` names one of simpy-astra's generators, which refuse a parameter
+    written null: a sweep's null leaves it out. A user's generator is given the null, as ``run``
+    gives it the scenario's ``key: null``."""
+    entry = generator_entry(generator) if isinstance(generator, str) else None
+    return entry is not None and not entry.by_user
 
 
 def absolute_preset(value: Any, folder: str) -> Any:
@@ -59,8 +68,8 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         if value is None:  # null on a cluster axis leaves the field out: the preset's, NCCL's choice
             node.pop(last, None)
             return
-    if value is None and isinstance(node, dict) and "generate" in node and last != "generate":
-        node.pop(last, None)  # null on a generator's parameter leaves it out: the generator's default
+    if value is None and isinstance(node, dict) and last != "generate" and _ours(node.get("generate")):
+        node.pop(last, None)  # null on our generator's parameter leaves it out: its default
         return
     node[last] = value
 
