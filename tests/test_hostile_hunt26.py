@@ -290,3 +290,15 @@ def test_a_sweep_null_on_a_users_generator_parameter_is_given_to_it_as_run_gives
     ours = {"workload": {"generate": "microbench", "size": 1024}}
     set_path(ours, "workload.size", None, "s.yaml")
     assert ours["workload"] == {"generate": "microbench"}
+
+
+def test_a_plain_path_is_not_looked_up_for_shell_words(monkeypatch, tmp_path):
+    # review of ed35598: every path a scenario, preset or sweep base names was looked up twice
+    # on disk (the path and its .0.et) before the text showed no $NAME and no outer space
+    from simpy_astra.config import path_words
+
+    def looked(path):
+        raise AssertionError(f"looked up {path}")
+
+    monkeypatch.setattr(path_words.os.path, "lexists", looked)
+    assert path_words.shell_words("traces/x", str(tmp_path)) is None

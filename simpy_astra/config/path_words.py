@@ -15,16 +15,16 @@ def shell_words(value: str, folder: str) -> str | None:
     so, and the fix: ``$HOME/traces/x`` (the error was a missing ``FOLDER/$HOME/...`` file) or
     spaces around it (a missing ``' traces/x.0.et'``); None when it is neither, or a file (or an
     ET prefix) in ``folder`` is literally so named."""
+    variable = _VARIABLE.search(value)
+    if not variable and value == value.strip():  # every path a scenario names: no file is looked at
+        return None
     joined = os.path.join(folder, value)
     if any(os.path.lexists(path) for path in (joined, f"{joined}.0.et")):
         return None
-    variable = _VARIABLE.search(value)
     if variable:
         name = variable.group(1).strip("{}")
         expanded = os.path.expandvars(value)
         fix = f"write {expanded}" if name in os.environ and not _VARIABLE.search(expanded) else \
             "write the path itself"
         return f"${name} is a shell's variable, which no shell expands here: {fix}"
-    if value != value.strip():
-        return "it starts or ends with a space: remove it"
-    return None
+    return "it starts or ends with a space: remove it"
