@@ -268,8 +268,8 @@ def test_a_job_started_too_late_to_finish_is_told_its_start_not_the_bandwidth(tm
     horizon = 2**63 - 1
     late = write_yaml(tmp_path, {**base, "jobs": [{**job, "start_ns": horizon - took // 2}]})
     err = error_lines(capsys, ["run", late, "--quiet"])[-1]
-    assert err.startswith(f"error: {late}: jobs[0].start_ns: job a starts at {horizon - took // 2:,} ns, and its "
-                          f"NPU 0 would finish at "), err
+    assert err.startswith(f"error: {late}: jobs[0].start_ns: job a starts at {horizon - took // 2:,} ns and "
+                          f"runs {took:,} ns, past 2^63 ns"), err
     assert err.endswith(f"; start it at most {horizon - took:,} ns"), err
 
 
@@ -302,3 +302,19 @@ def test_a_plain_path_is_not_looked_up_for_shell_words(monkeypatch, tmp_path):
 
     monkeypatch.setattr(path_words.os.path, "lexists", looked)
     assert path_words.shell_words("traces/x", str(tmp_path)) is None
+
+
+def test_a_job_started_too_late_is_told_so_in_one_short_line_from_python_too():
+    # review of 5bb1f22: the line ran 242 characters beside its file (the NPU, its finish in
+    # e-notation and the horizon twice), and a job made in Python (no scenario place) was
+    # named '.start_ns'
+    from types import SimpleNamespace
+
+    from simpy_astra.infra.horizon import HORIZON_NS, finish_past_horizon
+
+    start = HORIZON_NS - 1000
+    scenario = SimpleNamespace(name="a", start_ns=start, where="s.yaml: jobs[0]")
+    err = str(finish_past_horizon(None, 0, start + 94_720, job=scenario))
+    assert err.endswith(f"start it at most {HORIZON_NS - 94_720:,} ns") and len(err) <= 200, (len(err), err)
+    python = SimpleNamespace(name="a", start_ns=start, where="")
+    assert str(finish_past_horizon(None, 0, start + 94_720, job=python)).startswith("job a: start_ns: job a "), err

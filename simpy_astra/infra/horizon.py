@@ -72,10 +72,11 @@ def finish_past_horizon(net: Any, npu_id: int, now_ns: float, compute_ns: float 
     job's own time would fit from 0 (a start of 2^63 - 1 ns blamed the bandwidth), the system's
     roofline when the NPU's compute alone goes past it, else the network's speeds."""
     if job is not None and job.start_ns and now_ns - job.start_ns <= HORIZON_NS:
+        runs_ns = math.ceil(now_ns - job.start_ns)
+        where = f"{job.where}.start_ns" if job.where else f"job {job.name}: start_ns"  # a job from Python
         return InputError(
-            f"{job.where}.start_ns: job {job.name} starts at {job.start_ns:,} ns, and its NPU {npu_id} would "
-            f"finish at {now_ns:.4g} ns, past the horizon ({HORIZON_TEXT}); start it at most "
-            f"{HORIZON_NS - math.ceil(now_ns - job.start_ns):,} ns")
+            f"{where}: job {job.name} starts at {job.start_ns:,} ns and runs {runs_ns:,} ns, past 2^63 ns "
+            f"(292 years), the simulated time's limit; start it at most {HORIZON_NS - runs_ns:,} ns")
     if compute_ns > HORIZON_NS and system is not None:
         return InputError(
             f"{system.source}: NPU {npu_id} would finish at {now_ns:.4g} ns, past the horizon ({HORIZON_TEXT}); "
