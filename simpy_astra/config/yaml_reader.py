@@ -13,6 +13,7 @@ import yaml
 from simpy_astra.config.file_text import read_text
 from simpy_astra.config.input_bounds import MAX_ALIAS_EXPANSION, MAX_INT_DIGITS, MAX_NESTING, past_double
 from simpy_astra.errors import InputError
+from simpy_astra.infra.files import line_and_column
 
 
 class ConfigLoader(yaml.SafeLoader):
@@ -169,7 +170,7 @@ def load_yaml(src: str, what: str) -> Any:
     try:
         return unshared(_parsed_once(text)) if len(text) <= _KEPT_PARSE_CHARS else parse_yaml(text)
     except yaml.reader.ReaderError as exc:  # its own words: '... in "<unicode string>", position 716'
-        raise InputError(f"{src}: invalid YAML at {_line_and_column(text, exc.position)}: character "
+        raise InputError(f"{src}: invalid YAML at {line_and_column(text, exc.position)}: character "
                          f"U+{exc.character:04X} ({_control_name(exc.character)}) cannot be in YAML text; delete "
                          f"it (a binary file, or one pasted with control characters?)") from None
     except yaml.YAMLError as exc:
@@ -183,12 +184,6 @@ def load_yaml(src: str, what: str) -> Any:
         raise InputError(f"{src}: invalid YAML: {problem}") from None
     except (RecursionError, ValueError) as exc:  # a guard above missed a case; still the file's fault
         raise InputError(f"{src}: cannot be read as YAML ({type(exc).__name__}: {exc})") from None
-
-
-def _line_and_column(text: str, position: int) -> str:
-    """'line 3, column 7' of the character at ``position`` of ``text``."""
-    start = text.rfind("\n", 0, position) + 1
-    return f"line {text.count(chr(10), 0, position) + 1}, column {position - start + 1}"
 
 
 def _control_name(code: int) -> str:

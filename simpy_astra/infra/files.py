@@ -230,10 +230,16 @@ def not_utf8_at(data: bytes, start: int) -> str:
     naming no fix; an editor's Latin-1 or Windows-1252 text is the usual cause."""
     if b"\0" in data[:4096]:  # a Chakra trace or an archive, not text in another encoding
         return "is a binary file, not text"
-    line = data.count(b"\n", 0, start) + 1
-    column = len(data[data.rfind(b"\n", 0, start) + 1:start].decode("utf-8", "replace")) + 1
-    return (f"is not UTF-8 text (line {line}, column {column}: byte 0x{data[start]:02x}); save it as UTF-8 "
+    before = data[:start].decode("utf-8", "replace")
+    return (f"is not UTF-8 text ({line_and_column(before, len(before))}: byte 0x{data[start]:02x}); save it as UTF-8 "
             f"(iconv -f WINDOWS-1252 -t UTF-8 for an editor's Latin-1 or Windows-1252)")
+
+
+def line_and_column(text: str, position: int) -> str:
+    """'line 3, column 7' of the character at ``position`` of ``text``, counted from 1 as an
+    editor counts them: where a reader's error sends a person."""
+    start = text.rfind("\n", 0, position) + 1
+    return f"line {text.count(chr(10), 0, position) + 1}, column {position - start + 1}"
 
 
 def _compressed(data: bytes) -> tuple[str, str] | None:
