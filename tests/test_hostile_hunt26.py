@@ -141,8 +141,8 @@ def test_a_cache_path_with_spaces_around_it_is_refused_naming_the_variable(tmp_p
     path = write_yaml(tmp_path, default_with(workload={"generate": "microbench", "collective": "all_reduce",
                                                        "size": 1024, "num_npus": 8}))
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
-        f"error: {path}: workload: SIMPY_ASTRA_CACHE: {cache!r} starts or ends with a space, so the cache would be "
-        f"a folder named with it; remove the spaces, or unset it for ~/.cache/simpy-astra"]
+        f"error: {path}: workload: SIMPY_ASTRA_CACHE: is {cache!r}: it starts or ends with a space: remove it (or "
+        f"unset it for ~/.cache/simpy-astra)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 
@@ -318,3 +318,18 @@ def test_a_job_started_too_late_is_told_so_in_one_short_line_from_python_too():
     assert err.endswith(f"start it at most {HORIZON_NS - 94_720:,} ns") and len(err) <= 200, (len(err), err)
     python = SimpleNamespace(name="a", start_ns=start, where="")
     assert str(finish_past_horizon(None, 0, start + 94_720, job=python)).startswith("job a: start_ns: job a "), err
+
+
+def test_a_cache_path_an_env_file_left_unexpanded_is_refused_as_a_scenarios_path_is(tmp_path, capsys, monkeypatch):
+    # review of ed643c9: spaces were refused but SIMPY_ASTRA_CACHE=$HOME/cache (docker's
+    # --env-file, systemd's EnvironmentFile= expand no variable) made a folder '$HOME' in the
+    # working one, in silence; the rule is path_words', as for a scenario's paths
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", "$HOME/cache")
+    path = write_yaml(tmp_path, default_with(workload={"generate": "microbench", "collective": "all_reduce",
+                                                       "size": 1024, "num_npus": 8}))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload: SIMPY_ASTRA_CACHE: is '$HOME/cache': $HOME is a shell's variable, which no "
+        f"shell expands here: write {tmp_path}/home/cache (or unset it for ~/.cache/simpy-astra)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]

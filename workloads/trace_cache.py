@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simpy_astra.config.path_words import shell_words
 from simpy_astra.errors import InputError, spelt
 from simpy_astra.infra import files
 from simpy_astra.plugins import PluginError
@@ -39,12 +40,13 @@ def cache_root() -> str:
     """``$SIMPY_ASTRA_CACHE``, a leading ``~`` read as the home folder as a shell would (a value
     quoted in a script or an env file keeps it, and made a folder named ``~`` in the working
     one), else ``~/.cache/simpy-astra``. A value with spaces around it (``export
-    SIMPY_ASTRA_CACHE=" "``, a line of an env file) is refused: it made a folder named by
-    the spaces in the working one, in silence."""
+    SIMPY_ASTRA_CACHE=" "``, a line of an env file) or a ``$NAME`` no shell expanded (an env
+    file's ``$HOME/cache``) is refused, as a scenario's path is: it made a folder so named in
+    the working one, in silence."""
     value = os.environ.get("SIMPY_ASTRA_CACHE") or ""
-    if value != value.strip():
-        raise InputError(f"SIMPY_ASTRA_CACHE: {value!r} starts or ends with a space, so the cache would be a "
-                         f"folder named with it; remove the spaces, or unset it for ~/.cache/simpy-astra")
+    problem = shell_words(value, os.getcwd()) if value else None
+    if problem:
+        raise InputError(f"SIMPY_ASTRA_CACHE: is {value!r}: {problem} (or unset it for ~/.cache/simpy-astra)")
     return os.path.expanduser(value or os.path.join("~", ".cache", "simpy-astra"))
 
 
