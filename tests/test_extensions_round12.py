@@ -1,0 +1,47 @@
+"""Extensions written from the docs alone, twelfth round: each differs from the docs' examples
+and from the earlier rounds (``test_extensions_from_docs.py``, ``test_extensions_round2.py`` ..
+``round11b.py``, ``test_review_round11.py``, ``test_extension_*.py``) and is checked against a
+figure derived here from the closed forms the docs state, or, for a mistake of the
+researcher's, against the one line the docs promise. The researcher's module is
+``tests/data/round12/r12.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.researcher_folder import researcher_folder
+from tests.test_extensions_round6 import _cli, _write
+from tests.test_extensions_round7 import _bench, _net
+from tests.test_extensions_round9 import _one_line
+
+HERE = Path(__file__).resolve().parent
+R12 = HERE / "data" / "round12" / "r12.py"
+
+
+@pytest.fixture
+def r12(tmp_path: Path, monkeypatch) -> Path:
+    """A folder of the researcher's own holding r12.py, the working directory; the registries
+    are left as they were found."""
+    with researcher_folder(tmp_path, monkeypatch, {"r12": R12.read_text()}) as folder:
+        yield folder
+
+
+# -- a serving loop of one's own that never lets time pass ---------------------------------------
+
+@pytest.mark.parametrize("key, model, topology", [("link-model", "PollingLink", "Ring"),
+                                                  ("switch-model", "PollingSwitch", "Switch")])
+def test_a_models_serving_loop_that_polls_at_zero_ns_is_one_line_not_a_hang(r12, key, model, topology):
+    """simpy_astra/network/README.md: a model may override ``run()``, its serving loop. One that
+    polls with ``env.timeout(0)`` while nothing waits holds the clock at one instant: the run
+    never ended (the stall watchdog wakes at later instants only), where the docs promise a
+    collective doing the same is stopped in one line. A model's loop is now held to the same
+    rule: one line naming the class, the method and the fix, exit status 2."""
+    path = _write(r12, "s.yaml", _bench("all_reduce", 4096, 4),
+                  _net(topology, 4, extra=f", {key}: 'r12:{model}'"), "congestion_aware")
+    line = _one_line(_cli(r12, "run", path.name, "--quiet", status=2))
+    assert line.startswith(f"error: {key.split('-')[0]} model 'r12:{model}', method run() was resumed 100,000 "
+                           "times at 0 ns without simulated time passing"), line
+    assert "env.timeout(0)" in line and "wait for" in line
