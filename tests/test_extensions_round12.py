@@ -45,3 +45,58 @@ def test_a_models_serving_loop_that_polls_at_zero_ns_is_one_line_not_a_hang(r12,
     assert line.startswith(f"error: {key.split('-')[0]} model 'r12:{model}', method run() was resumed 100,000 "
                            "times at 0 ns without simulated time passing"), line
     assert "env.timeout(0)" in line and "wait for" in line
+
+
+# -- a callback of one's own for sim.on and watch ------------------------------------------------
+
+COSIM_RING = HERE.parent / "examples" / "cosim_ring.yaml"
+
+
+def _no_argument():
+    return None
+
+
+def _as_a_process(observation):
+    yield observation
+
+
+@pytest.mark.parametrize("callback, told", [
+    (_no_argument, "_no_argument() cannot be called as callback(observation)"),
+    (_as_a_process, "_as_a_process is a generator function: called, it returns a generator and runs none of "
+                    "its lines"),
+])
+def test_a_callback_that_cannot_take_an_observation_is_refused_by_on(callback, told):
+    """docs/cosimulation.md: ``sim.on(kind, callback)`` calls ``callback(observation)``; a
+    callback that is not callable is refused by ``on()`` itself. One written without its
+    parameter was taken, and the run failed in its first message with a TypeError from inside
+    simpy_astra/running/observe.py; one written as a process (with a ``yield``) was taken and
+    called, and every observation was dropped in silence (its body never runs). Both are now a
+    TypeError from ``on()`` naming the callback and the fix; a right one still sees the ring's
+    2(n-1)n = 24 messages."""
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    with pytest.raises(TypeError) as refused:
+        sim.on("message_sent", callback)
+    assert told in str(refused.value)
+    assert "sim.stream" in str(refused.value) or "generator" not in told
+    seen = []
+    sim.on("message_sent", seen.append)
+    sim.run()
+    assert len(seen) == 2 * 3 * 4
+
+
+@pytest.mark.parametrize("callback, told", [
+    (lambda link, key: None, "<lambda>(link, key) cannot be called as fn(link, key, size_bytes)"),
+    (lambda *a: (yield a), "<lambda> is a generator function"),
+])
+def test_a_watcher_that_cannot_take_the_points_arguments_is_refused_by_watch(callback, told):
+    """docs/cosimulation.md: ``link.watch("link_start", fn)`` calls ``fn(link, key,
+    size_bytes)``. A watcher of two parameters failed mid-run inside the link's code; one with
+    a ``yield`` was never run. Both are refused by ``watch()`` itself."""
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    with pytest.raises(TypeError) as refused:
+        sim.network.link(0, 1).watch("link_start", callback)
+    assert told in str(refused.value)
