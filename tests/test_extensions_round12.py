@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.researcher_folder import researcher_folder
+from tests.test_extensions_round4 import d
 from tests.test_extensions_round6 import _cli, _write
 from tests.test_extensions_round7 import _bench, _net
 from tests.test_extensions_round9 import _one_line
@@ -100,3 +101,22 @@ def test_a_watcher_that_cannot_take_the_points_arguments_is_refused_by_watch(cal
     with pytest.raises(TypeError) as refused:
         sim.network.link(0, 1).watch("link_start", callback)
     assert told in str(refused.value)
+
+
+# -- a backend's message_delay_ns that returns an int out of range --------------------------------
+
+@pytest.mark.parametrize("spec, cls, told", [("OFFLOAD", "Offload", f"returned {d(1) - 1000}"),  # 501 - 1,000
+                                             ("ATTOSECONDS", "Attoseconds", f"returned {d(1) * 10**18}")])
+@pytest.mark.parametrize("fold", ["on", "off"])
+def test_a_message_delay_of_an_int_out_of_range_names_the_backend(r12, spec, cls, told, fold):
+    """docs/backends.md: a ``message_delay_ns`` that returns a negative number is named in one
+    line. One that returned a negative *int* (the analytical d(1) = 501 ns of a 1-byte message
+    less a 1,000 ns saving) ended on "internal error ValueError: Negative delay -499 (this is a
+    simpy-astra bug ...)", and one that returned an int past 2^63 ns (the unit mistaken) was
+    blamed on the network YAML's bandwidth and latency ("raise the bandwidth"). Both now name
+    the backend's class and the method, folded or not."""
+    workload = "{generate: microbench, collective: send_recv, size: 1, num_npus: 4, src: 0, dst: 1}"
+    path = _write(r12, "s.yaml", workload, _net("Ring", 4), f"'r12:{spec}'")
+    line = _one_line(_cli(r12, "run", path.name, "--quiet", "--fold-symmetry", fold, status=2))
+    assert line.startswith(f"error: network backend 'r12:{cls}': message_delay_ns() {told}; it must return a "
+                           "finite number of ns >= 0, within the horizon"), line

@@ -24,3 +24,31 @@ class PollingSwitch(SwitchElement):
     def run(self):
         while True:
             yield self.env.timeout(0)
+
+
+# -- backends that subtract a saving, or mistake the unit ------------------------------------------
+
+from simpy_astra.network.backends import BackendSpec  # noqa: E402 - kept beside the backends it builds
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork  # noqa: E402
+
+SAVING_NS = 1_000  # what an offload engine saves per message, taken off the analytical delay
+
+
+class Offload(CongestionUnawareNetwork):
+    """The analytical delay less a fixed saving: below the saving it goes negative (an int)."""
+
+    def message_delay_ns(self, src, dst, size_bytes):
+        return super().message_delay_ns(src, dst, size_bytes) - SAVING_NS
+
+
+class Attoseconds(CongestionUnawareNetwork):
+    """The analytical delay written in attoseconds (10^-18 s) by mistake: an int past 2^63."""
+
+    def message_delay_ns(self, src, dst, size_bytes):
+        return super().message_delay_ns(src, dst, size_bytes) * 10**9 * 10**9
+
+
+OFFLOAD = BackendSpec("offload", "analytical less a fixed saving per message",
+                      lambda env, dims, source, config=None: Offload(env, dims), folds="pairs", folded=None)
+ATTOSECONDS = BackendSpec("attoseconds", "analytical in the wrong unit",
+                          lambda env, dims, source, config=None: Attoseconds(env, dims), folds="pairs", folded=None)
