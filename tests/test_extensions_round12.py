@@ -120,3 +120,42 @@ def test_a_message_delay_of_an_int_out_of_range_names_the_backend(r12, spec, cls
     line = _one_line(_cli(r12, "run", path.name, "--quiet", "--fold-symmetry", fold, status=2))
     assert line.startswith(f"error: network backend 'r12:{cls}': message_delay_ns() {told}; it must return a "
                            "finite number of ns >= 0, within the horizon"), line
+
+
+# -- a pipeline schedule whose ids come from numpy -------------------------------------------------
+
+def _job(schedule: str) -> str:
+    return (f"workload: {{generate: megatron, schedule: '{schedule}', args: '--num-layers 4 --hidden-size 512 "
+            "--num-attention-heads 8 --seq-length 512 --micro-batch-size 1 --global-batch-size 4 "
+            "--pipeline-model-parallel-size 2 --bf16'}\ncluster: {preset: dgx-a100-80gb, gpus: 2}\n")
+
+
+def test_a_schedule_whose_micro_batch_ids_are_numpy_ints_runs_as_with_python_ints(r12):
+    """docs/megatron.md: a schedule returns ``Task(kind, micro_batch, chunk)`` lists. One that
+    numbers its micro-batches with ``np.arange`` was refused as returning "Task(kind=...,
+    micro_batch=np.int64(0), chunk=0), which is no task of this stage", where a collective's
+    peers and sizes from numpy are taken as the ints they are. It now runs the step GPipe
+    written with Python's ints runs (the same figure, to the ns)."""
+    from simpy_astra.simulation import Simulation
+
+    (r12 / "gpipe.py").write_text(
+        "from simpy_astra.workloads.schedules.task import Kind, Task\n\n\n"
+        "def gpipe(stage, pp, micro_batches, chunks):\n"
+        "    return ([Task(Kind.FORWARD, m, 0) for m in range(micro_batches)]\n"
+        "            + [Task(Kind.BACKWARD, m, 0) for m in reversed(range(micro_batches))])\n")
+    figures = {}
+    for name in ("gpipe:gpipe", "r12:gpipe_np"):
+        path = r12 / f"{name.replace(':', '_')}.yaml"
+        path.write_text(_job(name))
+        figures[name] = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
+    assert figures["r12:gpipe_np"] == figures["gpipe:gpipe"] > 0
+
+
+def test_a_schedule_whose_kinds_are_words_is_told_to_use_kind(r12):
+    """A kind written as a word (``Task("forward", m, 0)``) was "no task of this stage", which
+    says nothing of what to change; the line now names the field and the values it takes."""
+    (r12 / "words.yaml").write_text(_job("r12:gpipe_words"))
+    line = _one_line(_cli(r12, "run", "words.yaml", "--quiet", status=2))
+    assert "pipeline schedule 'r12:gpipe_words'" in line
+    assert "its kind 'forward' is not a Kind: write Kind.FORWARD, Kind.BACKWARD, Kind.BACKWARD_INPUT or " \
+           "Kind.BACKWARD_WEIGHT" in line, line

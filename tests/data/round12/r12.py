@@ -52,3 +52,22 @@ OFFLOAD = BackendSpec("offload", "analytical less a fixed saving per message",
                       lambda env, dims, source, config=None: Offload(env, dims), folds="pairs", folded=None)
 ATTOSECONDS = BackendSpec("attoseconds", "analytical in the wrong unit",
                           lambda env, dims, source, config=None: Attoseconds(env, dims), folds="pairs", folded=None)
+
+
+# -- pipeline schedules built with numpy -----------------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from simpy_astra.workloads.schedules.task import Kind, Task  # noqa: E402
+
+
+def gpipe_np(stage, pp, micro_batches, chunks):
+    """GPipe (every forward, then every backward in reverse) over numpy's micro-batch ids."""
+    ids = np.arange(micro_batches)
+    return [Task(Kind.FORWARD, m, 0) for m in ids] + [Task(Kind.BACKWARD, m, 0) for m in ids[::-1]]
+
+
+def gpipe_words(stage, pp, micro_batches, chunks):
+    """GPipe with the kinds written as words, not Kind members."""
+    return ([Task("forward", m, 0) for m in range(micro_batches)]
+            + [Task("backward", m, 0) for m in reversed(range(micro_batches))])
