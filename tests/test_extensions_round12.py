@@ -8,9 +8,12 @@ researcher's, against the one line the docs promise. The researcher's module is
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.researcher_folder import researcher_folder
 from tests.test_extensions_round4 import d
@@ -159,3 +162,29 @@ def test_a_schedule_whose_kinds_are_words_is_told_to_use_kind(r12):
     assert "pipeline schedule 'r12:gpipe_words'" in line
     assert "its kind 'forward' is not a Kind: write Kind.FORWARD, Kind.BACKWARD, Kind.BACKWARD_INPUT or " \
            "Kind.BACKWARD_WEIGHT" in line, line
+
+
+# -- the star of docs/collectives.md on more NPUs ---------------------------------------------------
+
+def test_the_collectives_guides_star_of_8_and_its_sweep_run_as_the_guide_says(r12):
+    """docs/collectives.md said `topology: {networkx: "star_net:star", n: 8}` builds 8 NPUs and
+    an axis `network.topology.n: [4, 8, 16]` varies it; beside its scenario, whose workload is
+    of 4 NPUs, both were refused (`writes 4 ranks, but the network has 8 NPUs`). The guide now
+    says so and gives the bundle that varies both: each of its points runs the send 0 -> 3
+    across the switch, two links, trunc(2 x 500 + 65,536 / (50 x 2^30 / 10^9)) = 2,220 ns."""
+    examples = HERE.parent / "examples"
+    for name in ("star_net.py", "star_send.yaml"):
+        (r12 / name).write_text((examples / name).read_text())
+    guide = " ".join((HERE.parent / "docs" / "collectives.md").read_text().split())
+    star8 = yaml.safe_load((examples / "star_send.yaml").read_text())
+    star8["network"]["topology"] = yaml.safe_load(re.search(r"`(topology: \{networkx: [^`]+, n: 8\})`", guide)[1])[
+        "topology"]
+    (r12 / "star8.yaml").write_text(yaml.safe_dump(star8))
+    refused = re.search(r"of 4, is then refused, `([^`]+)`", guide)[1]
+    assert refused in " ".join(_one_line(_cli(r12, "run", "star8.yaml", "--quiet", status=2)).split())
+    bundle = yaml.safe_load(re.search(r"in a bundle, `(star: [^`]+)`", guide)[1])
+    (r12 / "sweep.yaml").write_text(yaml.safe_dump({"base": "star_send.yaml", "axes": bundle}))
+    _cli(r12, "sweep", "sweep.yaml", "--out", "out")
+    with open(r12 / "out" / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(bundle["star"]["named"]) and {row["finish_ns"] for row in rows} == {"2220"}
