@@ -71,3 +71,26 @@ def gpipe_words(stage, pp, micro_batches, chunks):
     """GPipe with the kinds written as words, not Kind members."""
     return ([Task("forward", m, 0) for m in range(micro_batches)]
             + [Task("backward", m, 0) for m in reversed(range(micro_batches))])
+
+
+# -- a generator that names its groups' dimensions -------------------------------------------------
+
+import json  # noqa: E402
+
+from simpy_astra.workloads.chakra import make_node, write_et  # noqa: E402
+from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE  # noqa: E402
+
+#: ways to write pg_names: the docs' runs of group ids, and mistakes a reader makes
+PG_NAMES = {"runs": json.dumps([["tp", 1, 1]]), "word": "tp", "pairs": json.dumps([["tp", 1]]),
+            "mapping": json.dumps({"tp": 1}), "backwards": json.dumps([["tp", 2, 1]])}
+
+
+def tp_all_reduce(params, prefix):
+    """Every NPU all-reduces ``size`` bytes in group 1 (all of them), named tp as ``pg`` says."""
+    for rank in range(params["num_npus"]):
+        node = make_node(0, "all_reduce", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": ALL_REDUCE, "comm_size": params["size"], "pg_name": "1"})
+        write_et(f"{prefix}.{rank}.et", [node], metadata_attrs={"pg_names": PG_NAMES[params["pg"]]})
+    with open(prefix + ".json", "w") as f:
+        json.dump({"1": list(range(params["num_npus"]))}, f)
+    return prefix + ".json"
