@@ -455,7 +455,32 @@ def from_entry_point(group: str, name: str) -> Any | None:
     try:
         return ep.load()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken third-party package: say which one
-        raise PluginError(user_code_problem(f"entry point '{name}' of {group} ({ep.value})", exc), exc) from None
+        what = f"entry point '{name}' of {group} ({ep.value})"
+        missing = _missing_target(ep.value)
+        if missing:  # no line of theirs ran: the package points at what it does not hold
+            dist = getattr(getattr(ep, "dist", None), "name", None) or "the package"
+            version = getattr(getattr(ep, "dist", None), "version", "")
+            raise PluginError(f"{what}, declared by the installed package {dist} {version}, {missing}; reinstall "
+                              f"{dist} or fix its entry point") from None
+        raise PluginError(user_code_problem(what, exc), exc) from None
+
+
+def _missing_target(value: str) -> str | None:
+    """What of an entry point's ``module:attribute`` is not there (its module cannot be found,
+    or lacks the attribute), in words; None when the target is there and its own code failed."""
+    module, _, attr = (part.strip() for part in value.partition(":"))
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        gone = exc.name is not None and (module == exc.name or module.startswith(exc.name + "."))
+        return f"whose module '{module}' cannot be imported ({exc})" if gone else None
+    except (Exception, SystemExit):  # noqa: BLE001 - their module's own error: reported as theirs
+        return None
+    for part in attr.split(".") if attr else ():
+        if not hasattr(obj, part):
+            return f"whose module '{module}' has no attribute '{attr}'"
+        obj = getattr(obj, part)
+    return None
 
 
 def entry_point_names(group: str) -> list[str]:

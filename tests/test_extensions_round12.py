@@ -212,3 +212,28 @@ def test_group_names_not_in_the_documented_shape_are_told_not_dropped(r12, pg):
         told[given] = " ".join(" ".join(done.stderr.split()).partition("warning: ")[2].split("warning: ")[:1])
     assert told["runs"] == ""
     assert "metadata 'pg_names'" in told[pg] and "[[dimension, first group id, last group id], ...]" in told[pg], told
+
+
+# -- an installed package's entry point that names a module it did not install ---------------------
+
+@pytest.mark.parametrize("value, told", [
+    ("algos_gone:ALGO", "whose module 'algos_gone' cannot be imported (No module named 'algos_gone')"),
+    ("r12:NO_SUCH_ALGO", "whose module 'r12' has no attribute 'NO_SUCH_ALGO'"),
+])
+def test_an_entry_point_whose_target_is_missing_names_the_package_not_a_call(r12, value, told):
+    """docs/collectives.md: an algorithm may come from an entry point in the group
+    ``simpy_astra.collectives`` of an installed package. A package whose entry point names a
+    module it does not ship (renamed, left out of the wheel) was reported as "raised
+    ModuleNotFoundError ... (at the call, before any line of it ran: check its parameters
+    against the docs)": no call was made and there are no parameters. The line now names the
+    package that declares the entry point and the fix."""
+    site = r12 / "site"
+    (site / "ringpkg-0.1.dist-info").mkdir(parents=True)
+    (site / "ringpkg-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ringpkg\nVersion: 0.1\n")
+    (site / "ringpkg-0.1.dist-info" / "entry_points.txt").write_text(f"[simpy_astra.collectives]\nmyRing = {value}\n")
+    path = _write(r12, "s.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "congestion_unaware")
+    path.write_text(path.read_text().replace("all-reduce-implementation: [ring]", "all-reduce-implementation: [myRing]"))
+    line = _one_line(_cli(r12, "run", path.name, "--quiet", status=2, path=site))
+    assert f"entry point 'myRing' of simpy_astra.collectives ({value}), declared by the installed package ringpkg " \
+           f"0.1, {told}" in line, line
+    assert "reinstall ringpkg or fix its entry point" in line and "check its parameters" not in line
