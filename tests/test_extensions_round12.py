@@ -237,3 +237,26 @@ def test_an_entry_point_whose_target_is_missing_names_the_package_not_a_call(r12
     assert f"entry point 'myRing' of simpy_astra.collectives ({value}), declared by the installed package ringpkg " \
            f"0.1, {told}" in line, line
     assert "reinstall ringpkg or fix its entry point" in line and "check its parameters" not in line
+
+
+# -- a sweep from Python over numpy's values --------------------------------------------------------
+
+def test_a_link_models_parameter_swept_from_python_over_numpy_values(r12):
+    """simpy_astra/network/README.md: from Python, ``link_params={"gap_ns": 50}`` is checked as
+    the YAML's is. A sweep written ``for gap in np.arange(0, 150, 50)`` was refused at once,
+    "parameter 'gap_ns' must be an integer (got np.int64(0))", which numpy's int is. Each gap
+    now runs: one hop of S = 4,096 B after the gap, d(S) + gap = 500 + 4,096 + gap ns."""
+    import numpy as np
+
+    from simpy_astra.simulation import Simulation
+
+    (r12 / "paced_link.py").write_text((HERE.parent / "examples" / "paced_link.py").read_text())
+    from paced_link import PacedLink
+
+    send = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 4, src: 0, dst: 1}"
+    path = _write(r12, "s.yaml", send, _net("Ring", 4), "congestion_aware")
+    finished = {int(gap): max(r.finished_ns for r in Simulation.from_scenario(
+        str(path), link_model=PacedLink, link_params={"gap_ns": gap}).run()) for gap in np.arange(0, 150, 50)}
+    assert finished == {gap: d(4096) + gap for gap in (0, 50, 100)}
+    with pytest.raises(Exception, match=r"parameter 'gap_ns' must be an integer \(got np.float64\(50.5\)\)"):
+        Simulation.from_scenario(str(path), link_model=PacedLink, link_params={"gap_ns": np.float64(50.5)})
