@@ -204,7 +204,7 @@ class Simulation(CoSimulation):
         going) or, with ``until``, until that time at the latest; call again to go on. Returns
         the reports of the NPUs that finished so far."""
         if until is not None:
-            horizon.api_number(until, "run(until=...)")
+            until = horizon.api_number(until, "run(until=...)")
         if not self.finished.processed and not self._stalled.triggered:
             self._running = True
             try:

@@ -260,3 +260,36 @@ def test_a_link_models_parameter_swept_from_python_over_numpy_values(r12):
     assert finished == {gap: d(4096) + gap for gap in (0, 50, 100)}
     with pytest.raises(Exception, match=r"parameter 'gap_ns' must be an integer \(got np.float64\(50.5\)\)"):
         Simulation.from_scenario(str(path), link_model=PacedLink, link_params={"gap_ns": np.float64(50.5)})
+
+
+def test_a_script_of_ones_own_hands_the_run_numpys_numbers(r12):
+    """docs/cosimulation.md: a script drives the run (``sim.run(until=t)``, ``set_bandwidth``,
+    ``send_background``, ``put``, ``slow_down``, ``pause``), each argument checked where it
+    enters. Given numpy's numbers (an experiment over ``np.arange`` or ``np.linspace``), each
+    was refused as not a number ("run(until=...) must be a finite number >= 0 (got
+    np.int64(5000))"), which they are; each is now taken as Python's. On the docs' ring
+    (cosim_ring.yaml: 1 MiB all-reduce on 4 NPUs, 6 (4,882 + 500 + 10) + 10 = 32,362 ns),
+    a background put of 1 MiB on link 0->1 at t = 0 delays it by trunc(2^20 / B) - E = 19,521
+    ns (docs/cosimulation.md), whether its size is numpy's or Python's."""
+    import numpy as np
+
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    sim.run(until=np.int64(5000))
+    assert sim.env.now == 5000
+    link = sim.network.link(0, 1)
+    link.set_bandwidth(np.float32(50.0))
+    link.set_bandwidth(np.int64(50))
+    sim.npu(1).pause(np.int64(0))
+    sim.npu(2).slow_down(np.float64(1.0))
+    sim.network.send_background(np.int64(2), np.int64(3), np.int64(0))
+    assert max(r.finished_ns for r in sim.run()) == 32_362
+    figures = {}
+    for size in (2**20, np.int64(2**20)):
+        sim = Simulation.from_scenario(str(COSIM_RING))
+        sim.network.link(0, 1).put(size)
+        figures[type(size).__name__] = max(r.finished_ns for r in sim.run())
+    assert figures == {"int": 32_362 + 19_521, "int64": 32_362 + 19_521}
+    with pytest.raises(ValueError, match=r"must be a finite number >= 0 \(got np.float64\(nan\)\)"):
+        Simulation.from_scenario(str(COSIM_RING)).run(until=np.float64("nan"))

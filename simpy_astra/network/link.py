@@ -239,7 +239,7 @@ class LinkElement(LinkResource):
     # ------------------------------------------------------------------ faults
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
         """New speed for every byte not yet on the wire (from now)."""
-        self._check_bandwidth(bandwidth_gbps)
+        bandwidth_gbps = self._check_bandwidth(bandwidth_gbps)
         self._pause()
         self._new_bandwidth(bandwidth_gbps)
         self._delays = {}
