@@ -293,3 +293,31 @@ def test_a_script_of_ones_own_hands_the_run_numpys_numbers(r12):
     assert figures == {"int": 32_362 + 19_521, "int64": 32_362 + 19_521}
     with pytest.raises(ValueError, match=r"must be a finite number >= 0 \(got np.float64\(nan\)\)"):
         Simulation.from_scenario(str(COSIM_RING)).run(until=np.float64("nan"))
+
+
+# -- a switch model that hands an item on twice -------------------------------------------------------
+
+def test_a_switch_that_hands_an_item_on_twice_is_one_line_not_an_early_arrival(r12):
+    """simpy_astra/network/README.md: ``send_on(item)`` hands the item on, once per item. A
+    switch whose ``receive`` hands each item on at once and (a slip) also queues it for the
+    base's loop handed every message on twice: the second call moved it past its next link,
+    so each message arrived one hop early and the ring all-reduce on [Switch] ended at the
+    one-hop figure, 6 (d(S/4) + E) + E, instead of the two-hop 6 (2 d(S/4) + E) + E, without
+    a word. It is now one line naming the class and the method; without the slip the switch
+    runs the two-hop figure."""
+    from tests.test_extensions_round4 import E
+
+    size = 65536
+    hop = d(size // 4)
+    once = _write(r12, "once.yaml", _bench("all_reduce", size, 4),
+                  _net("Switch", 4, extra=", switch-model: 'r12:CutThroughOnce'"), "congestion_aware",
+                  system="{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+                         "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, all-reduce-implementation: "
+                         "[ring], all-gather-implementation: [ring], reduce-scatter-implementation: [ring], "
+                         "all-to-all-implementation: [direct]}")
+    assert f"iteration time {6 * (2 * hop + E) + E:,} ns" in _cli(r12, "run", once.name, "--quiet").stdout
+    twice = r12 / "twice.yaml"
+    twice.write_text(once.read_text().replace("CutThroughOnce", "CutThrough"))
+    line = _one_line(_cli(r12, "run", twice.name, "--quiet", status=2))
+    assert line.startswith("error: switch model 'r12:CutThrough', method send_on() was given an item it had "
+                           "already handed on"), line
