@@ -321,3 +321,28 @@ def test_a_switch_that_hands_an_item_on_twice_is_one_line_not_an_early_arrival(r
     line = _one_line(_cli(r12, "run", twice.name, "--quiet", status=2))
     assert line.startswith("error: switch model 'r12:CutThrough', method send_on() was given an item it had "
                            "already handed on"), line
+
+
+# -- a link model whose dequeue gives one item for ever ---------------------------------------------
+
+def test_a_link_whose_dequeue_never_removes_its_item_is_one_line_not_a_runaway(r12):
+    """simpy_astra/network/README.md: ``dequeue() -> item | None``, what to send next. One that
+    returns the head of its queue without removing it sent that item again and again: the
+    message was handed on at every arrival and the clock ran on (past 10^9 ns within seconds,
+    toward the horizon, 292 years), the run never ending. It is now one line naming the class
+    and the method at the second time the same item comes out."""
+    path = _write(r12, "s.yaml", _bench("all_to_all", 65536, 4),
+                  _net("Switch", 4, extra=", link-model: 'r12:Forgetful'"), "congestion_aware")
+    line = _one_line(_cli(r12, "run", path.name, "--quiet", status=2))
+    assert line.startswith("error: link model 'r12:Forgetful': dequeue() returned"), line
+    assert "it gave this item before" in line and "remove" in line
+
+
+def test_an_item_a_serving_loop_queues_again_may_come_out_again(r12):
+    """The check above stops a dequeue that gives one item twice; a loop of one's own that
+    takes an item out, finds it not ready and queues it again gets it back rightly: a send
+    of S = 4,096 B on [Ring] starts at 1,000 ns (the start-up delay; the loop looks every
+    100 ns while idle) and takes d(S) = 4,596 ns, 5,596 ns."""
+    send = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 4, src: 0, dst: 1}"
+    path = _write(r12, "s.yaml", send, _net("Ring", 4, extra=", link-model: 'r12:NotYet'"), "congestion_aware")
+    assert f"iteration time {1000 + d(4096):,} ns" in _cli(r12, "run", path.name, "--quiet").stdout

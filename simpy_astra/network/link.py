@@ -50,7 +50,7 @@ from simpy.exceptions import Interrupt
 
 from simpy_astra.engine.events import start_in_place, timeout, wait_instead
 from simpy_astra.network.link_resource import LinkResource, Transmission
-from simpy_astra.plugins import bad_return, serving_loop
+from simpy_astra.plugins import bad_return, is_ours, serving_loop
 
 
 def checked_hold_ns(link: LinkResource, hold: Any) -> int:
@@ -95,6 +95,10 @@ class LinkElement(LinkResource):
         self._on_arrival = on_arrival
         self._arrived_callback = self._arrived  # bound once: the callback of every arrival
         self._delays: dict[int, tuple[int, int]] = {}
+        if type(self).dequeue is not LinkElement.dequeue and not is_ours(type(self)):
+            self._gave: Any = None
+            self.dequeue = self._dequeue_once  # a user's queue: held to giving each item once
+            self.enqueue = self._enqueue_again  # (an item it queues again may come out again)
         self.process = self._start_process()
 
     def _start_process(self) -> simpy.Process:
@@ -108,6 +112,25 @@ class LinkElement(LinkResource):
     def dequeue(self) -> Any | None:
         """The next item for the wire, or None when nothing waits."""
         return self._fifo.popleft() if self._fifo else None
+
+    def _dequeue_once(self) -> Any | None:
+        """A user's :meth:`dequeue`, held to giving an item once: one that looks at its head and
+        forgets to remove it sent that item for ever (handed on at each arrival, the clock
+        running on toward the horizon)."""
+        item = type(self).dequeue(self)
+        if item is not None:
+            if item is self._gave:
+                raise bad_return(self, "dequeue", item, "each item once, but it gave this item before: remove "
+                                 "what it gives from its queue (deque.popleft(), heapq.heappop())")
+            self._gave = item
+        return item
+
+    def _enqueue_again(self, item: Any) -> None:
+        """A user's :meth:`enqueue`; an item its own ``run`` takes out and queues again (not
+        ready yet) may come out of :meth:`dequeue` again."""
+        if item is self._gave:
+            self._gave = None
+        type(self).enqueue(self, item)
 
     def hold_ns(self, item: Any) -> float:
         """How long ``item`` (just dequeued) waits before it starts: 0, at once."""

@@ -112,3 +112,41 @@ class CutThroughOnce(SwitchElement):
 
     def receive(self, item):
         self.send_on(item)
+
+
+# -- a link whose dequeue forgets to remove what it gives ------------------------------------------
+
+from collections import deque  # noqa: E402
+
+
+class Forgetful(LinkElement):
+    """FIFO of its own whose dequeue looks at the head and forgets to remove it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.waiting = deque()
+
+    def enqueue(self, item):
+        self.waiting.append(item)
+
+    def dequeue(self):
+        return self.waiting[0] if self.waiting else None
+
+
+class NotYet(LinkElement):
+    """A serving loop of its own that takes the head out, and puts it back while the link's
+    first 1,000 ns have not passed (a start-up delay): the same item comes out again, rightly."""
+
+    def run(self):
+        while True:
+            item = self.dequeue()
+            if item is None:
+                yield self.env.timeout(100)
+            elif self.env.now < 1000:
+                self.enqueue(item)
+                yield self.env.timeout(1000 - self.env.now)
+            else:
+                yield from self.transmit(item)
+
+    def dequeue(self):
+        return super().dequeue()
