@@ -209,8 +209,13 @@ def serving_loop(element: Any) -> Any:
     if not inspect.isgenerator(loop):
         raise bad_return(element, "run", loop, "a generator: run() is the serving loop, a generator function "
                          "with a yield (one that serves from processes of its own: `return` then `yield`)")
-    ours = getattr(type(element).run, "__module__", "").startswith("simpy_astra.")
-    return loop if ours else _instants_pass(element, loop)
+    return _instants_pass(element, loop) if users_method(type(element), "run") else loop
+
+
+def users_method(cls: type, name: str) -> bool:
+    """``cls.name`` is the user's own code (a method their class defines), not one of ours it
+    inherits (a user's subclass of a built-in model keeps our checked methods as they are)."""
+    return not getattr(getattr(cls, name, None), "__module__", "simpy_astra.").startswith("simpy_astra.")
 
 
 def _instants_pass(element: Any, loop: Any) -> Any:

@@ -346,3 +346,18 @@ def test_an_item_a_serving_loop_queues_again_may_come_out_again(r12):
     send = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 4, src: 0, dst: 1}"
     path = _write(r12, "s.yaml", send, _net("Ring", 4, extra=", link-model: 'r12:NotYet'"), "congestion_aware")
     assert f"iteration time {1000 + d(4096):,} ns" in _cli(r12, "run", path.name, "--quiet").stdout
+
+
+def test_a_serving_loop_that_transmits_one_item_twice_is_one_line_not_an_early_arrival(r12):
+    """``transmit(item)`` carries the item once and hands it on at the far end. A lossy link
+    written as its own loop, which transmits each item again after a lost attempt, handed the
+    message on twice: the second hand-on moved it past its next link, and the send 0 -> 1
+    across [Switch] ended early (8,693 ns for S = 4,096 B at 1 byte/ns, where even one attempt
+    per hop takes 2 d(S) = 9,192 ns), in silence. It is now one line
+    naming the class and the method, and saying how to charge a lost attempt (hold_ns)."""
+    send = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 4, src: 0, dst: 1}"
+    path = _write(r12, "s.yaml", send, _net("Switch", 4, extra=", link-model: 'r12:SendsTwice'"), "congestion_aware")
+    line = _one_line(_cli(r12, "run", path.name, "--quiet", status=2))
+    assert line.startswith("error: link model 'r12:SendsTwice', method transmit() was given an item it had already "
+                           "carried"), line
+    assert "hold_ns" in line

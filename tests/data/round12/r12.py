@@ -150,3 +150,17 @@ class NotYet(LinkElement):
 
     def dequeue(self):
         return super().dequeue()
+
+
+class SendsTwice(LinkElement):
+    """A lossy link written as its own loop: every item's first attempt is lost, so it is
+    transmitted again (the slip: each transmission hands the item on at the far end)."""
+
+    def run(self):
+        while True:
+            item = self.dequeue()
+            if item is None:
+                yield self.env.timeout(1)
+                continue
+            yield from self.transmit(item)  # lost
+            yield from self.transmit(item)  # sent again
