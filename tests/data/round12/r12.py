@@ -12,10 +12,10 @@ class PollingLink(LinkElement):
     def run(self):
         while True:
             item = self.dequeue()
-            if item is None:
+            if item is not None:
+                yield from self.transmit(item)
+            else:
                 yield self.env.timeout(0)
-                continue
-            yield from self.transmit(item)
 
 
 class PollingSwitch(SwitchElement):
