@@ -129,17 +129,22 @@ def score(rows: list[dict], json_path: str | None = None) -> float:
     return mean
 
 
-def table_main(read: Callable[[str], list[dict]], default_table: str, description: str) -> int:
-    """A table benchmark's command line (``--table``, ``--rows``, ``--json``): score its rows."""
+def table_main(read: Callable[..., list[dict]], default_table: str, description: str,
+               switches: dict[str, str] | None = None) -> int:
+    """A table benchmark's command line (``--table``, ``--rows``, ``--json``, and ``switches``:
+    on/off flags by help text, each passed to ``read`` as a keyword): score its rows."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--table", default=default_table)
     p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
     p.add_argument("--json", default=None, help="write the rows and scores here")
+    for flag, text in (switches or {}).items():
+        p.add_argument(flag, action="store_true", help=text)
     a = p.parse_args()
     if a.table and not os.path.isfile(a.table):  # a published table beside the checkout (""; in the script)
         p.error(f"the published table {os.path.normpath(a.table)} is not there: it comes from the project's "
                 f"shared folder (../shared/realtables beside the checkout); give its path with --table PATH")
-    rows = read(a.table)
+    rows = read(a.table, **{f.lstrip("-").replace("-", "_"): getattr(a, f.lstrip("-").replace("-", "_"))
+                            for f in switches or {}})
     chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
     score([rows[i] for i in chosen], a.json)
     return 0

@@ -21,7 +21,7 @@ from simpy.core import StopSimulation
 
 from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.config.network import with_python_overrides
+from simpy_astra.config.python_overrides import with_python_overrides
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.events import fast_collection, process_in_place_or_raise, stop_at_end_of_instant
@@ -58,7 +58,7 @@ class Simulation(CoSimulation):
         ``topology``/``routes``: a ``networkx.DiGraph`` (same NPU count) and paths it pins, routed
         as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
-        (:func:`~simpy_astra.config.network.with_models`)."""
+        (:func:`~simpy_astra.config.python_overrides.with_models`)."""
         self._take_arguments(inputs, on_report, memory_traces, env)
         inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model, switch_params)
         self.inputs = inputs
@@ -167,7 +167,9 @@ class Simulation(CoSimulation):
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self._env.now > horizon.HORIZON_NS:  # sizes over bandwidths add up past what time can hold
-            raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config)
+            late = next((job for job in self.jobs or () if npu.device_id in job.npus), None)
+            raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config,
+                                              late)
         if self.jobs is not None:  # reports name physical NPUs
             self._emit(npu.report.for_npu(npu.device_id))
         elif self._orbits is None:

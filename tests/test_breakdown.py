@@ -616,7 +616,7 @@ def test_png_bytes_is_the_picture_lossless_with_its_text_and_resolution() -> Non
     import numpy as np
     from PIL import Image
 
-    from simpy_astra.report.plots import png_bytes
+    from simpy_astra.report.png_file import png_bytes
 
     rng = np.random.default_rng(51)
     rgba = rng.integers(0, 256, (37, 53, 4), dtype=np.uint8)

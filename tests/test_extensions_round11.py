@@ -54,8 +54,9 @@ def test_a_switch_model_on_a_network_without_a_switch_is_told_it_changes_nothing
         assert max(r.finished_ns for r in sim.run()) == expected
         lines = [w for w in sim.warnings if "changes nothing" in w]
         assert lines == (["switch_model= (slow_switch:SlowSwitch) changes nothing: the "
-                          "topology [Ring] has no switch for it to serve (a Switch or Graph dimension has); "
-                          "leave it out, or give the network a switch"] if told else [])
+                          "topology [Ring] has no switch for it to serve (a Switch dimension has one, and so "
+                          "does a Graph that names switches); leave it out, or give the network a switch"]
+                         if told else [])
     # the network YAML's own key, on the command line: the warning on stderr, the figure unchanged
     path = _write(r11, "ring_yaml.yaml", send, _net("Ring", 4, extra=", switch-model: {class: delay, delay_ns: 30}"),
                   "congestion_aware")
@@ -63,6 +64,37 @@ def test_a_switch_model_on_a_network_without_a_switch_is_told_it_changes_nothing
     assert done.stdout.strip().startswith(f"iteration time {d(size):,} ns")
     assert "field 'switch-model' (delay) changes nothing" in " ".join(done.stderr.split())
 
+
+
+RING_GRAPH = """import networkx as nx
+
+
+def build():
+    g = nx.DiGraph()
+    for i in range(4):
+        for j in ((i + 1) % 4, (i - 1) % 4):
+            g.add_edge(i, j, bandwidth_gbps=1.0, latency_ns=1.0)
+    return g
+"""
+
+
+def test_a_switch_model_on_a_graph_without_a_switch_is_told_so_without_contradiction(r11):
+    """A Graph with no switch (a ring written as a graph: in the YAML, or as a networkx graph)
+    given a switch model: before, the warning said the topology [GraphTopology] had no switch
+    "(a Switch or Graph dimension has)" -- a Graph dimension it had. It now names the
+    topology as the YAML does and says where a Graph's switches are named."""
+    (r11 / "ring_graph.py").write_text(RING_GRAPH)
+    send = "{generate: microbench, collective: send_recv, size: 65536, num_npus: 4, src: 0, dst: 1}"
+    graph = "graph: {links: [[0, 1], [1, 2], [2, 3], [3, 0]]}"
+    told = ("field 'switch-model' (delay) changes nothing: the topology [Graph] has no switch for it to serve "
+            "(its graph names none; a switch is one of graph.switches, or a networkx graph's node of kind: "
+            "switch); leave it out, or give the network a switch")
+    model = "switch-model: {class: delay, delay_ns: 30}"
+    for name, network in (("yaml_graph.yaml", _net("Graph", 4, extra=f", {graph}, {model}")),
+                          ("nx_graph.yaml", f"{{topology: {{networkx: 'ring_graph:build'}}, {model}}}")):
+        done = _cli(r11, "run", _write(r11, name, send, network, "congestion_aware").name, "--quiet")
+        assert done.returncode == 0, done.stderr
+        assert told in " ".join(done.stderr.split())
 
 # -- a switch failed by its number ---------------------------------------------------------------
 

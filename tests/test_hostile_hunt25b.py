@@ -123,6 +123,22 @@ def test_a_horizon_error_from_an_extreme_efficiency_names_the_field(tmp_path, ca
                                               "cluster": cluster}, "fixed.yaml"), "--quiet"]) == 0
 
 
+
+def test_a_horizon_error_names_the_figure_the_steps_own_kernels_read(tmp_path, capsys, monkeypatch):
+    # unfused attention (Transformer Engine told so) runs its score products as GEMMs at
+    # tensor_efficiency; before, the figures were found by timing a flash-attention kernel
+    # (and GEMMs of hidden x hidden) beside the step's own, so the error named
+    # "tensor_tflops: 989, attention_efficiency: 0.38", which this step's kernels never read
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    args = ("--num-layers 2 --hidden-size 128 --num-attention-heads 2 --seq-length 32768 "
+            "--max-position-embeddings 32768 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+            "--attention-backend unfused")
+    cluster = {"preset": "dgx-h100", "gpus": 8, "gpu": {"tensor_efficiency": 1e-300}}
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": args}, "cluster": cluster})
+    [line] = error_lines(capsys, ["run", path])
+    assert line.endswith("; raise cluster.gpu.tensor_efficiency: 1e-300 (what its attention kernels run at), "
+                         "or use smaller ones")
+
 # ---------------------------------------------------------------- a microbenchmark on a preset folds
 
 def _reports(path: str, fold: bool) -> tuple[int, list[dict]]:

@@ -977,10 +977,10 @@ def test_a_2022_megatron_lm_scatters_its_pipeline_sends_and_overlaps_its_collect
                     reason="../shared/realtables is not beside the checkout")
 def test_megatron_core_h100_table_within_ten_percent(tmp_path, monkeypatch):
     """Megatron-Core's H100 table, all nine rows, run by the benchmark as a user would: the
-    mean |error| within the issue's 10% (the preset's bf16 pair was fitted on these rows with
-    the attention fitted first on NeMo's long-sequence rows; the large rows each within 6%: the
-    70B row +3.7% with NCCL's own reduce-scatters and all-gathers, the preset's Simple fill on
-    NVLS alone, where it was fitted; +8.7% with it on the ring, docs/megatron.md)."""
+    mean |error| within 5% and every row within 6% (the preset's bf16 pair was fitted on these
+    rows, run with the micro-batch and interleaving the runs show, with the attention fitted
+    first on NeMo's long-sequence rows; with the table's arguments as given and the pair
+    fitted on them, 6.2% and the 32B row +28.4%, docs/megatron.md)."""
     mcore = _benchmark("megatron_mcore_h100")
     predict = _benchmark("megatron_sc21").predict
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
@@ -988,8 +988,8 @@ def test_megatron_core_h100_table_within_ten_percent(tmp_path, monkeypatch):
     for row in mcore.read_table(mcore.DEFAULT_TABLE):
         data, _ = predict(row, str(tmp_path))
         errors[row["model"]] = data["iteration_time_ns"] / 1e9 / row["seconds"] - 1
-    assert sum(abs(e) for e in errors.values()) / len(errors) <= 0.10
-    assert all(abs(errors[m]) < 0.06 for m in ("16B", "70B", "119B", "177B", "314B", "462B")), errors
+    assert sum(abs(e) for e in errors.values()) / len(errors) <= 0.05
+    assert all(abs(e) < 0.06 for e in errors.values()), errors
 
 
 def test_long_sequence_rows_price_the_fused_attention_kernel(tmp_path, monkeypatch):
@@ -1017,10 +1017,32 @@ def test_strong_scaling_middle_point_is_the_tables_177b_row():
     mcore = _benchmark("megatron_mcore_h100")
     rows = _benchmark("megatron_mcore_strong_scaling").rows
     table = {r["model"]: r for r in mcore.read_table(mcore.DEFAULT_TABLE)}["177B"]
-    point = {r["gpus"]: r for r in rows(1)}[2304]
+    point = {r["gpus"]: r for r in rows()}[2304]
     assert point["args"] == table["args"]
     assert point["seconds"] == pytest.approx(table["seconds"], abs=0.0005)
     assert "--num-layers-per-virtual-pipeline-stage 4 " in {r["gpus"]: r for r in rows(4)}[96]["args"] + " "
+    assert "--num-layers-per-virtual-pipeline-stage" not in {r["gpus"]: r for r in rows(1)}[96]["args"]
+
+
+def test_strong_scaling_figure_needs_interleaving_the_table_reads():
+    """The strong-scaling figure's points (``FIGURE``, read off its pixels, and the text's)
+    lose less from 576 micro-batches a pipeline (96 GPUs) to 48 (1,152) and 24 (2,304) than
+    1F1B's bubble alone would, ``(m + p - 1) / m`` with p = 6, or two chunks a stage's
+    ``1 + (p - 1) / (2 m)``: the runs were interleaved, as ``megatron_mcore_h100`` reads the
+    table's pipelined rows (one layer a chunk), and its rows without a pipeline run one
+    micro-batch of the replica's 4 sequences (unless ``as_given``)."""
+    scaling = _benchmark("megatron_mcore_strong_scaling")
+    mcore = _benchmark("megatron_mcore_h100")
+    tflops = {**scaling.PUBLISHED, **scaling.FIGURE}
+    for gpus in (1152, 2304):
+        m, loss = 1152 // (gpus // 48), tflops[96] / tflops[gpus]
+        assert loss < ((m + 5) / m) / ((576 + 5) / 576)
+        assert loss < (1 + 5 / (2 * m)) / (1 + 5 / (2 * 576))
+    args = mcore.row_args(96, 12288, 96, 8, 6, 1152)
+    assert "--micro-batch-size 1 " in args and "--num-layers-per-virtual-pipeline-stage 1 " in args
+    assert "--micro-batch-size 4 " in mcore.row_args(56, 7168, 48, 8, 1, 192)
+    given = mcore.row_args(56, 7168, 48, 8, 1, 192, as_given=True)
+    assert "--micro-batch-size 1 " in given and "virtual" not in mcore.row_args(96, 12288, 96, 8, 6, 1152, True)
 
 
 def test_nemo_a100_gpt3_5b_on_one_node(tmp_path, monkeypatch):

@@ -280,7 +280,8 @@ def test_a_bad_graph_is_one_line_naming_function_culprit_and_field(tmp_path, kin
     assert message.startswith(f"{tmp_path / 'net.yml'}: field 'topology.networkx' bad_fabric:build returned")
     assert words in message
     with pytest.raises(InputError, match=re_escape(words)):  # the same from Python
-        from simpy_astra.config.network import NetworkConfig, with_graph
+        from simpy_astra.config.network import NetworkConfig
+        from simpy_astra.config.python_overrides import with_graph
 
         with_graph(NetworkConfig(("Ring",), (40,), (1.0,), (1.0,)), _broken(kind))
 

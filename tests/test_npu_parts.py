@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.engine.npu_communication import CommunicatingNpu, NpuCommunication
-from simpy_astra.engine.npu_waiting import NpuWaiting, WaitingNpu
+from simpy_astra.engine.npu_communication import NpuCommunication
+from simpy_astra.engine.npu_contracts import CommunicatingNpu, WaitingNpu
+from simpy_astra.engine.npu_waiting import NpuWaiting
 from simpy_astra.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]

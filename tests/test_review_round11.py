@@ -32,7 +32,8 @@ def test_the_switchless_warning_names_the_keyword_a_python_model_came_by(r11):  
     from simpy_astra.simulation import Simulation
 
     tail = ("(slow_switch:SlowSwitch) changes nothing: the topology [Ring] has no switch for it to serve "
-            "(a Switch or Graph dimension has); leave it out, or give the network a switch")
+            "(a Switch dimension has one, and so does a Graph that names switches); leave it out, or give the "
+            "network a switch")
     path = _write(r11, "ring.yaml", SEND, _net("Ring", 4), "congestion_aware")
     sim = Simulation.from_scenario(str(path), switch_model=SlowSwitch)
     assert _switch_lines(sim) == [f"switch_model= {tail}"]

@@ -52,6 +52,6 @@ def test_a_group_file_a_users_generator_wrote_that_cannot_be_read_names_the_gene
     err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1, err
     head = f"error: {path}: workload.generate: generator 'review_unread:not_text' wrote "
-    problem = "is not UTF-8 text (byte 0); expected the communicator-group JSON"
+    problem = "is a binary file, not text; expected the communicator-group JSON"
     assert err[0].startswith(head) and f"review_unread_not_text.json: {problem}" in err[0], err
     assert err[0].endswith("; fix the generator (its traces are made anew once it is edited)"), err

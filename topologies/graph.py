@@ -143,6 +143,11 @@ class GraphSpec:
                     raise GraphSpecError(where, f"repeats the link {ends[0]!r} -> {ends[1]!r}")
                 links[(u, v)] = LinkSpec(u, v, bw, lat)
 
+        linked = {device for pair in links for device in pair}
+        idle = next((name for name in switches if index[name] not in linked), None)
+        if idle is not None:  # a switch left out of the links (a typo in them) was dropped in silence
+            raise GraphSpecError("graph.switches", f"lists {idle!r}, which no link in graph.links names; link it, "
+                                                   f"or remove it")
         routing = data.get("routing", "shortest_path")
         if routing not in ROUTING_MODES:
             raise GraphSpecError("graph.routing", f"must be one of {', '.join(ROUTING_MODES)} (got {routing!r})")

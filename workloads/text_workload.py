@@ -126,8 +126,9 @@ def parse_text_workload(path: str) -> TextWorkload:
     data = files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)
     try:
         text = data.decode("utf-8-sig")  # an editor's "UTF-8 with BOM": dropped, as every input file's
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file; expected an ASTRA-sim 1.0 text workload") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {files.not_utf8_at(data, exc.start)}; expected an ASTRA-sim 1.0 text "
+                         f"workload") from None
     lines = text.splitlines()
     header = lines[0].split() if lines else []
     if not header:

@@ -38,8 +38,14 @@ class GeneratedWorkload:
 def cache_root() -> str:
     """``$SIMPY_ASTRA_CACHE``, a leading ``~`` read as the home folder as a shell would (a value
     quoted in a script or an env file keeps it, and made a folder named ``~`` in the working
-    one), else ``~/.cache/simpy-astra``."""
-    return os.path.expanduser(os.environ.get("SIMPY_ASTRA_CACHE") or os.path.join("~", ".cache", "simpy-astra"))
+    one), else ``~/.cache/simpy-astra``. A value with spaces around it (``export
+    SIMPY_ASTRA_CACHE=" "``, a line of an env file) is refused: it made a folder named by
+    the spaces in the working one, in silence."""
+    value = os.environ.get("SIMPY_ASTRA_CACHE") or ""
+    if value != value.strip():
+        raise InputError(f"SIMPY_ASTRA_CACHE: {value!r} starts or ends with a space, so the cache would be a "
+                         f"folder named with it; remove the spaces, or unset it for ~/.cache/simpy-astra")
+    return os.path.expanduser(value or os.path.join("~", ".cache", "simpy-astra"))
 
 
 def folder_digest(root: Path) -> str:

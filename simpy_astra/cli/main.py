@@ -231,7 +231,7 @@ def _report(exc: BaseException, debug: bool) -> int:
     except BaseException as exc:  # a bug, not a bad input: one line, unless asked for more
         if _on_stdout(exc):
             return _stdout_failed(exc)
-        if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
+        if _traceback_asked():
             raise
         sys.stdout.flush()
         from simpy_astra.plugins import engine_original, users_failure
@@ -251,6 +251,16 @@ def _report(exc: BaseException, debug: bool) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def _traceback_asked() -> bool:
+    """``SIMPY_ASTRA_TRACEBACK`` on (its value was checked as the command started)."""
+    from simpy_astra.infra.switches import env_switch
+
+    try:
+        return bool(env_switch("SIMPY_ASTRA_TRACEBACK"))
+    except InputError:  # a bug before the check: its one line, with the traceback it asked for
+        return True
 
 
 def _print_users_traceback(exc: BaseException, debug: bool) -> None:

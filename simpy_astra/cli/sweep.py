@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.cli.output_checks import _not_stdout
+from simpy_astra.cli.sweep_points import checked, print_list
 from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
 from simpy_astra.infra.stopping import Terminated, raise_stop
-from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
 if TYPE_CHECKING:
@@ -191,60 +191,6 @@ def _is_main_program() -> bool:
         or os.path.basename(sys.argv[0] if sys.argv else "") == "simpy-astra"
 
 
-def _point_line(key: str, coordinates: list[str], mark: str, width: int | None = None) -> str:
-    """A point's key, coordinates and mark (two spaces before it) within ``width`` columns
-    (default :func:`~simpy_astra.report.widths.plain_width`): a
-    coordinate that does not fit the line goes on the next, indented (one longer than a line
-    is cut where the line ends)."""
-    from simpy_astra.report.widths import plain_width
-
-    width = width or plain_width()
-    lines, line = [], key
-    for word in coordinates:
-        if len(line) + 1 + len(word) <= width:
-            line += " " + word
-            continue
-        lines.append(line)
-        line = "  " + word
-        while len(line) > width:
-            lines.append(line[:width])
-            line = "  " + line[width:]
-    if mark and len(line) + 2 + len(mark) > width:
-        lines.append(line)
-        line = ""
-    return "\n".join([*lines, line + ("  " + mark if mark else "")])
-
-
-def _label(sweep: str, p: Point) -> str:
-    """What a point's error names: the sweep file and the coordinates."""
-    return p.where(sweep)
-
-
-def _checked(points: list[Point], sweep: str, spec: SweepSpec | None = None,
-             ) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
-    """Each point's invalid row (Megatron refuses it) or None, and why each point that will
-    fail when run fails, saying how far it got. With ``spec`` (``--list``), a sweep with an axis
-    beyond Megatron's flags has each point read by the scenario loader too, as its run would."""
-    from simpy_astra.plugins import search_also
-    from simpy_astra.sweep.megatron_args import is_args_path
-    from simpy_astra.sweep.validity import verdict
-
-    load = spec is not None and any(not is_args_path(path) for a in spec.axes
-                                    for path in (a.bundles and {k for b in a.bundles.values() for k in b} or [a.column]))
-    for folder in spec.module_folders if load else ():  # the user's modules, as a point's run finds them
-        search_also(folder)
-
-    progress = ExpansionProgress("checking")
-    refused, failing = {}, {}
-    for i, p in enumerate(points):
-        if load or i % 64 == 0:  # a load takes milliseconds (a cold Megatron point of 1,536 GPUs, 0.3 s)
-            progress(i, len(points))
-        refused[p.key], failure = verdict(p.scenario, _label(sweep, p), load)
-        if failure:
-            failing[p.key] = failure
-    return refused, failing
-
-
 def _out_given(out: str | None) -> None:
     """A run needs ``--out``; an empty one is said to be empty (it was told to be missing)."""
     if out is None:
@@ -301,21 +247,7 @@ def _main(argv: list[str]) -> int:
         if given:  # a flag of running the points, read by nothing
             raise InputError(f"--list: prints the points and runs none, so {given[0]} would change nothing; leave "
                              f"out {given[0]} (or --list, to run the sweep)")
-        refused, failing = _checked(points, args.sweep, spec)
-        count = sum(1 for r in refused.values() if r)
-        print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
-              + (f", {count} invalid (each breaks a rule named below; they will not run)" if count else ""))
-        for p in points:
-            mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
-            print(_point_line(p.key, point_words(spec.axes, p.coordinates), mark))
-        rules = [r["rule"] for r in refused.values() if r]
-        for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
-            print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
-        for key, failure in list(failing.items())[:3]:  # the first few, each in full
-            print(textwrap.fill(f"will fail: {key}: {failure}", plain_width(), subsequent_indent="  ", break_on_hyphens=False))
-        if len(failing) > 3:
-            print(f"will fail: {len(failing) - 3} more point(s) (run them for their errors)")
-        return 0
+        return print_list(points, args.sweep, spec)
     _out_given(args.out)
     _not_stdout(args.out, "--out", "folder")
     made = _absent(args.out)
@@ -323,7 +255,7 @@ def _main(argv: list[str]) -> int:
     client = None
     try:  # the folder stays locked until best.json and the plots are written too
         todo = [p for p in points if not store.done(p.key)]
-        refused, _ = _checked(todo, args.sweep)  # the failing run, each saying why in its row
+        refused, _ = checked(todo, args.sweep)  # the failing run, each saying why in its row
         if args.cluster and not all(refused[p.key] for p in todo):  # nothing left to run needs no scheduler
             client = _connect(args.cluster, made)
         if store.rerun_note:
@@ -441,7 +373,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
-        return _label(args.sweep, p)
+        return p.where(args.sweep)
 
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))

@@ -20,13 +20,8 @@ from simpy_astra.config.comm_groups import (
 )
 from simpy_astra.config.memory import RemoteMemoryConfig, load_remote_memory_json, remote_memory_from_mapping
 from simpy_astra.config.network import NetworkConfig, load_network_yaml, network_from_mapping, with_cost
-from simpy_astra.config.system import (
-    SystemConfig,
-    load_per_node_custom_yaml,
-    load_system_json,
-    parse_implementation,
-    system_from_mapping,
-)
+from simpy_astra.config.system import SystemConfig, load_system_json, system_from_mapping
+from simpy_astra.config.system_collectives import load_per_node_custom_yaml, parse_implementation
 from simpy_astra.config.yaml_reader import read_yaml_file
 
 __all__ = [

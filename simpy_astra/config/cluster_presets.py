@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from simpy_astra.config.field_values import show_value
+from simpy_astra.config.path_words import shell_words
 from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files
@@ -25,6 +26,9 @@ def preset_path(name: Any, where: str, base_dir: str) -> str:
                          f"file (got {name!r})")
     path = os.path.join(PRESET_DIR, f"{name}.yaml")
     if not os.path.exists(path):
+        problem = shell_words(name, base_dir) if name.strip() not in presets() else None
+        if problem:  # ('dgx-h100 ' is told the preset it nearly names, below)
+            raise InputError(f"{where}.preset: {name!r}: {problem}")
         path = os.path.normpath(name if os.path.isabs(name) else os.path.join(base_dir, name))
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
             _unreadable_preset(name, path, where, base_dir)

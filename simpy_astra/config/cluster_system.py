@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy_astra.config.system import COLLECTIVE_KEY_STEMS, SystemConfig
+from simpy_astra.config.system import SystemConfig
+from simpy_astra.config.system_collectives import COLLECTIVE_KEY_STEMS
+from simpy_astra.engine.collective_timer import CollectiveTimer
 from simpy_astra.errors import InputError
 
 
-def refuse_unplayed_algorithms(system: SystemConfig, preset_system: dict[str, Any], backend: str) -> None:
-    """Refuse an algorithm ``system`` names for a collective NCCL's model times, where the
-    preset's own system (``preset_system``) names another: it would never run."""
-    from simpy_astra.engine.nccl_collectives import TIMED  # loaded already: the run times with it
-
-    for kind in sorted(TIMED):
+def refuse_unplayed_algorithms(system: SystemConfig, preset_system: dict[str, Any], backend: str,
+                               timer: CollectiveTimer) -> None:
+    """Refuse an algorithm ``system`` names for a collective NCCL's model (``timer``) times,
+    where the preset's own system (``preset_system``) names another: it would never run."""
+    for kind in sorted(timer.replaces_algorithms):
         if kind in system.custom_implementations:  # custom collectives are played as written
             continue
         stem = COLLECTIVE_KEY_STEMS[kind]

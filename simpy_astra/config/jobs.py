@@ -40,6 +40,8 @@ class JobInputs:
     comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
     #: when the job's NPUs start their graphs
     start_ns: int = 0
+    #: where the scenario writes the job (``s.yaml: jobs[1]``), for errors found as it runs
+    where: str = field(default="", compare=False)
 
     @property
     def num_ranks(self) -> int:
@@ -173,7 +175,7 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         for n in ids:
             _claim(where, p["name"], n, total_npus, owner)
         npus[k] = ids
-    return [JobInputs(p["name"], p["prefix"], p["system"], ids, p["groups"], p["start"])
+    return [JobInputs(p["name"], p["prefix"], p["system"], ids, p["groups"], p["start"], p["where"])
             for p, ids in zip(parsed, npus, strict=True) if ids is not None]
 
 

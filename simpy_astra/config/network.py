@@ -9,8 +9,7 @@ import difflib
 import inspect
 import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.config.field_values import require_mapping, show_value
@@ -18,6 +17,7 @@ from simpy_astra.config.file_kinds import refuse_another_kind, register_keys
 from simpy_astra.config.file_text import PathLike
 from simpy_astra.config.unknown_keys import unknown_key_warnings
 from simpy_astra.config.yaml_reader import load_yaml_mapping
+from simpy_astra.engine.collective_timer import CollectiveTimer
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import horizon
 from simpy_astra.infra.stopping import requested
@@ -65,9 +65,9 @@ class NetworkConfig:
     #: congestion-unaware backend charges each pair its route through NVSwitch and the rails;
     #: None (every ASTRA-sim input): the reference's lowest-differing-dimension rule
     rails: Any = None
-    #: a cluster preset's all-reduce timed as NCCL times it
+    #: the collectives timed in closed form, a cluster preset's as NCCL times them
     #: (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); None: played on the network
-    nccl: Any = None
+    nccl: CollectiveTimer | None = None
 
     def model_field(self, key: str) -> str:
         """The input that chose the ``key`` (``"switch_model"``) element model, as messages name it."""
@@ -274,7 +274,7 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
     except GraphSpecError as exc:
         if exc.field.startswith(("routing", "routes")) and exc.field.partition("[")[0] in block:
             raise InputError.at(src, f"topology.{exc.field}", exc.problem) from None
-        raise InputError.at(src, "topology.networkx", f"{name} returned {_culprit(exc)}") from None
+        raise InputError.at(src, "topology.networkx", f"{name} returned {graph_problem(exc)}") from None
     bandwidth, latency = networkx_dimension_values(spec)
     horizon.check_ns(latency, src, "topology.networkx", " per hop")
     horizon.check_bandwidth(network_gbps_to_bytes_per_ns(bandwidth), src, "topology.networkx")
@@ -316,32 +316,11 @@ def graph_spec(graph: Any, routing: Any = None, routes: Any = None) -> tuple[int
     return n, spec
 
 
-def _culprit(exc: GraphSpecError) -> str:
+def graph_problem(exc: GraphSpecError) -> str:
     """What is wrong with a graph handed in, after "returned" / "got"."""
     if exc.field in ("graph", "value"):
         return f"a {exc.field} that {exc.problem}"
     return f"a graph whose {exc.field} {exc.problem}"
-
-
-def with_graph(net: NetworkConfig, graph: Any, routes: Any = None, where: str = "topology=") -> NetworkConfig:
-    """``net`` with its dimensions replaced by one Graph dimension from a networkx DiGraph
-    handed in from Python (``Simulation(..., topology=G, routes=...)``); its other settings
-    (link models, packet sizes, cost) stay. The graph must have as many NPUs as ``net``: the
-    workload and comm groups were checked against that count."""
-    try:
-        n, spec = graph_spec(graph, None, routes)
-    except GraphSpecError as exc:
-        problem = f"{exc.field} {exc.problem}" if exc.field.startswith("routes") else _culprit(exc)
-        raise InputError(f"{where}: got {problem}") from None
-    if n != net.total_npus:
-        raise InputError(f"{where}: the graph has {n} NPUs but {net.source} has {net.total_npus}; the "
-                         f"workload, comm groups and memory are checked against the network's NPU count, "
-                         f"so give a network with {n} NPUs")
-    bandwidth, latency = networkx_dimension_values(spec)  # the slowest link, the largest latency
-    horizon.check_ns(latency, where, "latency_ns", " per hop (the graph's largest)")
-    horizon.check_bandwidth(network_gbps_to_bytes_per_ns(bandwidth), where, "bandwidth_gbps (the graph's slowest)")
-    return dataclasses.replace(net, topology=("Graph",), npus_count=(n,), bandwidth_gbps=(bandwidth,),
-                               latency_ns=(latency,), graph_specs=(spec,))
 
 
 def _packet_fits_buffer(src: str, packet_size: int | None, switch_buffer: int | None) -> None:
@@ -458,79 +437,3 @@ def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     except CostSpecError as exc:
         raise InputError.at(src, exc.field, exc.problem) from None
     return dataclasses.replace(net, cost=prices, warnings=(*net.warnings, *unused))
-
-
-def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any] | None = None,
-                switch_model: Any = None, switch_params: dict[str, Any] | None = None) -> Any:
-    """``inputs`` with link and switch models handed to ``Simulation(link_model=MyLink,
-    link_params={...}, switch_model=..., switch_params=...)``: a class (registered under its
-    ``module:Class`` name) or a name as the YAML's ``link-model`` takes, its parameters
-    checked as the YAML's are (congestion-aware backend)."""
-    # deferred: only link/switch models need network.models; an analytical run does not load it
-    from simpy_astra.network.models import (
-        LINK_ARGS,
-        SWITCH_ARGS,
-        check_params,
-        lookup_link,
-        lookup_switch,
-        register_link,
-        register_switch,
-        trial_problem,
-    )
-
-    net = inputs.network
-    for key, model, params, register, lookup, contract in (
-            ("link_model", link_model, link_params, register_link, lookup_link, LINK_ARGS),
-            ("switch_model", switch_model, switch_params, register_switch, lookup_switch, SWITCH_ARGS)):
-        if params is not None and not isinstance(params, Mapping):  # dict() took a list apart
-            raise InputError(f"{key.replace('model', 'params')}=: expected a dict of the model's "
-                             f"parameters, {{name: value}} (got {params!r})")
-        if model is None:
-            if params:
-                raise InputError(f"{key.replace('model', 'params')}=: parameters of which model? give {key}= too")
-            continue
-        try:
-            if isinstance(model, type):
-                name = f"{model.__module__}:{model.__qualname__}"
-                register(name, model)
-            else:
-                name = model
-                if not isinstance(name, str) or not name:
-                    raise PluginError(f"must be a class or a model's name (got {model!r})")
-                model = lookup(name)
-        except PluginError as exc:
-            raise InputError(f"{key}=: {exc}") from None
-        params = dict(params or {})
-        problem = check_params(model, params, contract) or trial_problem(model, params, key == "link_model")
-        if problem is not None:
-            raise InputError(f"{key}=: ({name}) {problem}")
-        net = replace(net, **{key: name, key.replace("model", "params"): tuple(params.items())},
-                      models_from_python=(*net.models_from_python, key))
-    return replace(inputs, network=net)
-
-
-def with_topology(inputs: Any, graph: Any, routes: Any) -> Any:
-    """``inputs`` (a :class:`~simpy_astra.config.inputs.SimulationInputs`) on ``graph``, a
-    ``networkx.DiGraph`` handed to ``Simulation(topology=, routes=)``."""
-    if graph is None:
-        raise InputError("routes=: pins paths of a graph handed in as topology=; give topology= too")
-    return replace(inputs, network=with_graph(inputs.network, graph, routes))
-
-
-def with_python_overrides(inputs: Any, topology: Any = None, routes: Any = None, link_model: Any = None,
-                          link_params: dict | None = None, switch_model: Any = None,
-                          switch_params: dict | None = None) -> Any:
-    """``inputs`` with what ``Simulation(...)``'s keyword arguments replace: a networkx
-    topology and its routes (:func:`with_topology`), element models (:func:`with_models`)."""
-    if topology is not None or routes is not None:
-        inputs = with_topology(inputs, topology, routes)
-    if link_model is not None or switch_model is not None or link_params or switch_params:
-        from simpy_astra.network.backends import BACKENDS  # deferred: the backends import models, plug-ins
-
-        spec = BACKENDS.get(inputs.backend)
-        if spec is not None and spec.reads_element_models is False:  # named as given, not as a YAML field
-            given = "link_model=" if link_model is not None or link_params else "switch_model="
-            raise InputError(f"{given}: element models replace the links and switches of the congestion_aware "
-                             f"backend only, and this run's is {inputs.backend}; pass backend='congestion_aware'")
-        inputs = with_models(inputs, link_model, link_params, switch_model, switch_params)
-    return inputs

@@ -185,7 +185,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         return jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown, checking)
     assert system is not None
     if net.nccl is not None and user_system:  # NCCL's model times them: the system's algorithms never run
-        refuse_unplayed_algorithms(system, cluster.system_mapping(prepared and prepared.layout().blocks), chosen)
+        refuse_unplayed_algorithms(system, cluster.system_mapping(prepared and prepared.layout().blocks), chosen,
+                                   net.nccl)
     if net.nccl is not None and prepared is not None:  # a custom collective of the system plays its messages
         unknown += unplayed_latencies(cluster, doc["cluster"], chosen,
                                       prepared.layout().plays_messages or plays_custom_collectives(system))

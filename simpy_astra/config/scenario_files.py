@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from simpy_astra.config import comm_groups_from_mapping
+from simpy_astra.config.path_words import shell_words
 from simpy_astra.errors import InputError
 
 T = TypeVar("T")
@@ -18,9 +19,12 @@ def scenario_path(scenario: str, value: str, field: str) -> str:
     ``~`` is not the home folder here (no shell reads a scenario): unless the scenario's folder
     holds a ``~``, it is refused with the full path to write, else the error was a missing
     ``SCENARIO_FOLDER/~/...`` file."""
+    folder = os.path.dirname(os.path.abspath(scenario))
+    problem = shell_words(value, folder)
+    if problem:
+        raise InputError.at(scenario, field, f"is {value!r}: {problem}")
     if os.path.isabs(value):
         return value
-    folder = os.path.dirname(os.path.abspath(scenario))
     home = value.split(os.sep, 1)[0]
     if home.startswith("~") and os.path.expanduser(home) != home and not os.path.lexists(os.path.join(folder, home)):
         raise InputError.at(scenario, field, f"is {value}, but ~ means the home folder only to a shell; a "

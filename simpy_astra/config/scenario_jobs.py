@@ -19,7 +19,7 @@ from simpy_astra.config import (
 from simpy_astra.config.comm_groups import WrittenGroups
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.scenario_files import scenario_path
-from simpy_astra.config.scenario_workload import written_groups
+from simpy_astra.config.scenario_workload import check_generator_params, written_groups
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import unread_packet_settings
 
@@ -46,6 +46,7 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                 raise InputError(f"{where}: generate {value['generate']} runs on a cluster:, which a scenario "
                                  f"gives with one workload, not jobs:; run this job as its own scenario with "
                                  f"cluster: {{preset: NAME, gpus: N}}")
+            check_generator_params(where, value)
             try:  # worded for a scenario's workload: field, then named as the job's
                 made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True,
                                    checking=checking)

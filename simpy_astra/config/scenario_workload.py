@@ -102,7 +102,29 @@ def prepare_workload(path: str, workload: Any, cluster: Any) -> Prepared | None:
                              f"'generate'?")
         raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                          f"(or give an ET prefix)")
+    check_generator_params(f"{path}: workload", workload)
     # deferred: only generated workloads need the registry (and its front ends)
     from simpy_astra.workloads.generated import prepare, resolve_paths
 
     return prepare(resolve_paths(workload, os.path.dirname(os.path.abspath(path))), cluster, f"{path}: workload")
+
+
+def check_generator_params(where: str, workload: dict[str, Any]) -> None:
+    """One of our generators' parameters written empty (``seq:`` with its value forgotten ran
+    seq 1024 in silence) or misspelt near a parameter it takes (``micro-batch``, the flag's
+    spelling, was told the list of all); ``where`` is the mapping's place (``s.yaml: workload``).
+    A user's generator reads its own parameters."""
+    name = workload["generate"]
+    entry = generator_entry(name) if isinstance(name, str) else None
+    if entry is None or entry.by_user:
+        return
+    empty = next((key for key, value in workload.items() if value is None), None)
+    if empty is not None:
+        raise InputError(f"{where}.{empty}: is empty (null); write its value (or leave the key out, where "
+                         f"generate {name} has a default for it)")
+    taken = entry.params() if entry.params is not None else ()
+    for key in workload:
+        near = nearest_key(str(key), taken) if key != "generate" and key not in taken else None
+        if near is not None:
+            raise InputError(f"{where}.{key}: generate {name} takes no parameter '{key}'; did you mean "
+                             f"'{near}'?")

@@ -4,7 +4,6 @@ writing YAML that reads back as written.
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from typing import Any
@@ -128,8 +127,21 @@ def dump_yaml(data: Any, stream: Any = None, **options: Any) -> Any:
 
 
 def parse_yaml(text: str) -> Any:
-    """YAML text as config files are read (:class:`ConfigLoader`); raises yaml.YAMLError."""
-    return yaml.load(text, Loader=ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+    """YAML text as config files are read (:class:`ConfigLoader`), each alias (``*name``) a copy of
+    its anchor's value; raises yaml.YAMLError."""
+    return unshared(yaml.load(text, Loader=ConfigLoader))  # noqa: S506 - a SafeLoader subclass
+
+
+def unshared(value: Any) -> Any:
+    """``value`` with every list and mapping its own copy. PyYAML gives an alias the very object
+    its anchor names: a sweep's ``network.bandwidth.0`` axis set latency too where the base wrote
+    ``latency: *bw``, a wrong figure. Aliases expand to at most :data:`MAX_ALIAS_EXPANSION`
+    values and nest :data:`MAX_NESTING` deep, so the copy is bounded."""
+    if isinstance(value, dict):
+        return {key: unshared(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unshared(item) for item in value]
+    return value
 
 
 #: the fix for YAML's syntax errors a hand-written file makes most (the parser names none)
@@ -152,10 +164,14 @@ def _parsed_once(text: str) -> Any:
 
 def load_yaml(src: str, what: str) -> Any:
     """The file is read every time (an edit is seen); only parsing the same text again is saved,
-    and each caller gets its own copy to change."""
+    and each caller gets its own copy to change (:func:`unshared`)."""
     text = read_text(src, what)
     try:
-        return copy.deepcopy(_parsed_once(text)) if len(text) <= _KEPT_PARSE_CHARS else parse_yaml(text)
+        return unshared(_parsed_once(text)) if len(text) <= _KEPT_PARSE_CHARS else parse_yaml(text)
+    except yaml.reader.ReaderError as exc:  # its own words: '... in "<unicode string>", position 716'
+        raise InputError(f"{src}: invalid YAML at {_line_and_column(text, exc.position)}: character "
+                         f"U+{exc.character:04X} ({_control_name(exc.character)}) cannot be in YAML text; delete "
+                         f"it (a binary file, or one pasted with control characters?)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -167,6 +183,18 @@ def load_yaml(src: str, what: str) -> Any:
         raise InputError(f"{src}: invalid YAML: {problem}") from None
     except (RecursionError, ValueError) as exc:  # a guard above missed a case; still the file's fault
         raise InputError(f"{src}: cannot be read as YAML ({type(exc).__name__}: {exc})") from None
+
+
+def _line_and_column(text: str, position: int) -> str:
+    """'line 3, column 7' of the character at ``position`` of ``text``."""
+    start = text.rfind("\n", 0, position) + 1
+    return f"line {text.count(chr(10), 0, position) + 1}, column {position - start + 1}"
+
+
+def _control_name(code: int) -> str:
+    """What a character YAML refuses is, for a person who cannot see it."""
+    return "a NUL byte" if code == 0 else "a control character" if code < 0x20 or 0x7F <= code < 0xA0 \
+        else "half of a surrogate pair" if 0xD800 <= code < 0xE000 else "a character YAML refuses"
 
 
 def read_yaml_file(src: str, what: str) -> Any:

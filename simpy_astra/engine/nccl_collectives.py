@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import ClassVar
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
@@ -41,8 +42,16 @@ def _grid_block(npu: int, rings: list) -> tuple | None:
     return lowest, tuple(lines)
 
 
+#: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
+TIMED = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
+
+
 @dataclass
 class NcclAllReduce:
+    """A cluster preset's collective timer (:class:`~simpy_astra.engine.collective_timer.CollectiveTimer`)."""
+
+    #: the collectives it times: the system's algorithms for them never run
+    replaces_algorithms: ClassVar[frozenset[str]] = TIMED
     rails: Rails
     links: Links
     #: ``nccl_algo`` (``NCCL_ALGO``), None: NCCL's choice
@@ -139,10 +148,6 @@ def _why_not(algo: str, kind: str, shape: Shape) -> str:
 def _instead(algo: str, kind: str) -> str:
     """The forced algorithms that would run ``kind`` where ``algo`` cannot."""
     return ", or force ring" if kind != ALL_REDUCE else ", or force ring or tree"
-
-
-#: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
-TIMED = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
 
 
 class NcclRendezvous:

@@ -3,13 +3,13 @@ cluster preset, to NCCL's timing), a send or a receive to the network, a METADAT
 communicator groups; each node's fields checked as it is issued, an error naming the node.
 
 :class:`NpuCommunication` is the part of :class:`~simpy_astra.engine.npu.Npu` that issues
-the communication nodes of its graph; what it reads of the NPU is its contract, :class:`CommunicatingNpu`.
+the communication nodes of its graph; what it reads of the NPU is its contract,
+:class:`~simpy_astra.engine.npu_contracts.CommunicatingNpu`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
+from simpy_astra.engine.npu_contracts import CommunicatingPart
 from simpy_astra.engine.system_layer import dimension_active
 from simpy_astra.engine.tags import native_tag
 from simpy_astra.errors import InputError
@@ -23,61 +23,14 @@ from simpy_astra.workloads.chakra.types import (
     REDUCE_SCATTER,
 )
 
-if TYPE_CHECKING:
-    from simpy_astra.config import SystemConfig
-    from simpy_astra.engine.collective_plans import CollectivePlanner
-    from simpy_astra.engine.events import NpuClock
-    from simpy_astra.engine.system_layer import SystemLayer
-    from simpy_astra.network import Network
-
 #: Chakra collective types the system layer runs, by its names for them
 COLLECTIVE_KINDS = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", ALL_TO_ALL: "all_to_all",
                     REDUCE_SCATTER: "reduce_scatter"}
 
 
-class RunServices(Protocol):
-    """What an NPU's parts ask of the run around it (:class:`~simpy_astra.engine.npu.NpuServices`
-    is it; declared here, as that module imports this one)."""
-
-    total_npus: int
-    network: Network
-    planner: CollectivePlanner
-    #: a cluster preset's collectives as NCCL times them, else None
-    nccl: Any
-
-
-@runtime_checkable
-class CommunicatingNpu(Protocol):
-    """What :class:`NpuCommunication` reads of the NPU it is part of: the contract
-    :class:`~simpy_astra.engine.npu.Npu` keeps, setting each in ``__init__`` (a test holds a
-    built NPU to it)."""
-
-    #: the NPU's rank, and the trace file its errors name
-    npu_id: int
-    source: str
-    #: the run around it (network, planner, NCCL timing), its clock, its system layer and config
-    services: RunServices
-    clock: NpuClock
-    system: SystemLayer
-    config: SystemConfig
-    #: its own views of communicator groups (pg id -> group), which METADATA nodes add to
-    groups: dict[int, Any]
-    #: each collective issued, when the run checks them against the links; else None
-    collective_log: list | None
-
-    def complete_soon(self, node_id: int) -> None:
-        """Finish node ``node_id`` at the next issue pass."""
-
-
-if TYPE_CHECKING:  # type checkers read the mixin against its contract; at run time it is a plain class
-    _Contract = CommunicatingNpu
-else:
-    _Contract = object
-
-
-class NpuCommunication(_Contract):
+class NpuCommunication(CommunicatingPart):
     """Communication nodes issued (mixed into :class:`~simpy_astra.engine.npu.Npu`), reading of
-    the NPU what :class:`CommunicatingNpu` declares.
+    the NPU what :class:`~simpy_astra.engine.npu_contracts.CommunicatingNpu` declares.
     """
 
     def _collective(self, node) -> None:

@@ -3,47 +3,13 @@ that stall reports (:mod:`simpy_astra.running.stall`) read."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
+from simpy_astra.engine.npu_contracts import WaitingPart
 from simpy_astra.workloads.chakra.types import COLLECTIVE_NAMES, COMM_COLL_NODE
 
-if TYPE_CHECKING:
-    from simpy_astra.engine.npu_communication import RunServices
-    from simpy_astra.engine.statistics import NpuStatistics
 
-
-@runtime_checkable
-class WaitingNpu(Protocol):
-    """What :class:`NpuWaiting` reads of the NPU it is part of: the contract
-    :class:`~simpy_astra.engine.npu.Npu` keeps, setting each in ``__init__`` (``failed_ns`` in
-    ``NpuFaults``; a test holds a built NPU to it)."""
-
-    npu_id: int
-    #: the run around it (its planner names a collective's group)
-    services: RunServices
-    #: its graph's nodes by id, each node's dependencies not yet finished, the ready ids (heaps
-    #: per slot class), the nodes in flight (``stats.starts``) and how many have finished
-    nodes: dict[int, Any]
-    parents_left: dict[int, int]
-    ready: list[list[int]]
-    stats: NpuStatistics
-    completed: int
-    #: its own views of communicator groups (pg id -> group)
-    groups: dict[int, Any]
-    #: when it failed (``NpuFaults.fail``), else None (its default there, which this states for
-    #: type checkers: ``NpuFaults`` comes after this part among ``Npu``'s bases)
-    failed_ns: float | None = None
-
-
-if TYPE_CHECKING:  # type checkers read the mixin against its contract; at run time it is a plain class
-    _Contract = WaitingNpu
-else:
-    _Contract = object
-
-
-class NpuWaiting(_Contract):
+class NpuWaiting(WaitingPart):
     """The nodes an NPU waits on, described (mixed into :class:`~simpy_astra.engine.npu.Npu`),
-    reading of the NPU what :class:`WaitingNpu` declares."""
+    reading of the NPU what :class:`~simpy_astra.engine.npu_contracts.WaitingNpu` declares."""
 
     def waiting_on(self, limit: int = 4) -> str:
         """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""

@@ -196,8 +196,9 @@ def summary_key(rank: int, cls: int, kinds: str, slots: list[int], frame: Frame,
     their slots made relative to each rank are, and the group ids in slot order line up as
     the node-by-node ones do. ``group_keys``: the groups' keys in ``frame`` (one for all
     ranks, as it works each group out once). A slot of kind ``G`` is a group whose collectives
-    a cluster preset times as NCCL does (by who is in it, not in what order): with ``sets``
-    (:attr:`~simpy_astra.folding.setup.FoldSetup.nccl_sets`) it is compared as a set
+    a run's collective timer may time by who is in it, not in what order (a cluster preset's
+    NCCL model): with ``sets``
+    (:attr:`~simpy_astra.folding.setup.FoldSetup.timed_sets`) it is compared as a set
     (:meth:`GroupKeys.set_key`), else as ``g``. None = cannot fold (an unknown group, a peer
     out of range)."""
     out: list = [cls]

@@ -211,7 +211,7 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 
         def key(rank: int) -> RankKey | None:
             c = classes[rank]
-            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_keys, fold.nccl_sets)
+            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_keys, fold.timed_sets)
         return key
 
     # a rank's key starts with its class (its program), the same in every frame

@@ -12,6 +12,7 @@ from typing import Any
 
 from simpy_astra.collectives import resolve, subset_algorithm_name, unchecked_claim
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.engine.collective_timer import replaced_algorithms
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_model_note, link_shifts, link_xors
@@ -44,10 +45,10 @@ class FoldSetup:
     #: links fold too (the congestion-aware backend): translations must move the links and
     #: routes onto themselves (:mod:`simpy_astra.folding.links`)
     links: bool = False
-    #: a cluster preset's all-reduce, reduce-scatter and all-gather are timed as NCCL times them,
-    #: by their members alone (:mod:`simpy_astra.engine.nccl_collectives`): a rank summary's groups
-    #: that run only those are compared as sets (:meth:`GroupKeys.set_key`)
-    nccl_sets: bool = False
+    #: the run's collective timer times all-reduces, reduce-scatters and all-gathers by their
+    #: members alone (a cluster preset's NCCL model: :mod:`simpy_astra.engine.collective_timer`):
+    #: a rank summary's groups that run only those are compared as sets (:meth:`GroupKeys.set_key`)
+    timed_sets: bool = False
     #: a cluster preset's GPUs a node, 0 without one: its routes (:mod:`simpy_astra.network.rails`)
     #: depend on whether two GPUs share a node and whether they share a rail, which an id
     #: shift's carry out of a node changes (GPUs 6 and 8 of 8-GPU nodes, PXN between nodes,
@@ -158,9 +159,10 @@ class FoldSetup:
         with_dims = [set(a) for a in allowed]
         xor_dims = True
         xor_algorithms = False
-        nccl_sets = _nccl_sets(backend, network_config)
+        # the run's collective timer (a preset's NCCL model) times these by their members: never run
+        replaced = replaced_algorithms(None if network_config is None else network_config.nccl)
         for kind, names in system.implementations.items():
-            if nccl_sets and kind in _nccl_timed():  # NCCL times these by their members: never run
+            if kind in replaced:
                 continue
             for d, name in enumerate(names):
                 choice = resolve(name)
@@ -180,7 +182,8 @@ class FoldSetup:
                    for names in system.implementations.values() if names]
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
-                    xor_algorithms=xor_algorithms, links=how == "links", nccl_sets=nccl_sets)
+                    xor_algorithms=xor_algorithms, links=how == "links",
+                    timed_sets=replaced >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER})
         if network_config is not None and network_config.rails is not None:
             setup.node_gpus = network_config.rails.gpus_per_node
         if all(a == {0} for a in allowed) and not setup.xor_possible:
@@ -206,21 +209,3 @@ def trusted_claims(system: Any, link_model_name: str | None = None) -> list[str]
         claims.append(f"link model '{link_model.__module__}:{link_model.__qualname__}' (symmetric = True)")
     return [f"symmetry folding trusted the claim of {claim}, which no test has checked: a wrong claim gives "
             f"wrong figures; compare once with --fold-symmetry off (fold_symmetry: false)" for claim in claims]
-
-
-def _nccl_sets(backend: BackendSpec, network_config: Any) -> bool:
-    """Whether the run's all-reduces, reduce-scatters and all-gathers are timed as NCCL times
-    them (by their members alone: :attr:`FoldSetup.nccl_sets`)."""
-    if not (backend.times_nccl and network_config is not None and network_config.nccl is not None):
-        return False
-    return _nccl_timed() >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER}
-
-
-def _nccl_timed() -> frozenset[str]:
-    """The collectives a cluster preset's run times as NCCL does, whatever algorithm its system
-    names for them on the network's dimensions."""
-    # deferred: only a cluster preset's runs time collectives as NCCL does (its tuning tables
-    # cost every other run's start-up a few ms)
-    from simpy_astra.engine.nccl_collectives import TIMED
-
-    return TIMED

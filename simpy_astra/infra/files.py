@@ -209,6 +209,10 @@ def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding
     if bom:  # Notepad's "Unicode", PowerShell's > redirect; first, as errors="replace" reads garbage
         raise InputError(f"{show(path)}: is {bom} text (its byte-order mark says so), not UTF-8; save "
                          f"it as UTF-8 (iconv -f {bom} -t UTF-8); expected the {what}")
+    wide = _utf16_without_bom(data)
+    if wide:  # valid UTF-8 (its NULs are ASCII): the YAML reader blamed '#x0000' at 'position 1'
+        raise InputError(f"{show(path)}: is {wide} text without a byte-order mark (every other byte is 0), not "
+                         f"UTF-8; save it as UTF-8 (iconv -f {wide} -t UTF-8); expected the {what}")
     packed = _compressed(data)
     if packed:  # a log fetched as .gz read as "no result table", a YAML as "not UTF-8 (byte 1)"
         name, tool = packed
@@ -217,7 +221,19 @@ def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding
     try:
         return data.decode(encoding, errors)
     except UnicodeDecodeError as exc:
-        raise InputError.in_file(show(path), f"is not UTF-8 text (byte {exc.start}); expected the {what}") from None
+        raise InputError.in_file(show(path), f"{not_utf8_at(data, exc.start)}; expected the {what}") from None
+
+
+def not_utf8_at(data: bytes, start: int) -> str:
+    """'is not UTF-8 text (line 3, column 9: byte 0xe9); save it as UTF-8 (...)': where the first
+    byte that is not UTF-8 sits, and the fix. A byte offset alone sent a user to a hex editor,
+    naming no fix; an editor's Latin-1 or Windows-1252 text is the usual cause."""
+    if b"\0" in data[:4096]:  # a Chakra trace or an archive, not text in another encoding
+        return "is a binary file, not text"
+    line = data.count(b"\n", 0, start) + 1
+    column = len(data[data.rfind(b"\n", 0, start) + 1:start].decode("utf-8", "replace")) + 1
+    return (f"is not UTF-8 text (line {line}, column {column}: byte 0x{data[start]:02x}); save it as UTF-8 "
+            f"(iconv -f WINDOWS-1252 -t UTF-8 for an editor's Latin-1 or Windows-1252)")
 
 
 def _compressed(data: bytes) -> tuple[str, str] | None:
@@ -241,6 +257,22 @@ def open_text_input(path: Any, what: str, limit: int = TABLE_LIMIT_BYTES, *,
             yield text
         except UnicodeDecodeError as exc:
             raise InputError.in_file(show(path), f"is not UTF-8 text ({exc.reason}); expected the {what}") from None
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """``UTF-16LE``/``UTF-16BE`` for text that starts as ASCII written two bytes a character
+    with no byte-order mark (``iconv -t UTF-16LE``, some Windows tools); None otherwise."""
+    head = data[:8]
+    if len(head) < 4 or len(head) % 2:
+        head = head[:len(head) - len(head) % 2]
+    if len(head) < 4:
+        return None
+    evens, odds = head[0::2], head[1::2]
+    if not any(odds) and all(0 < b < 0x80 for b in evens):
+        return "UTF-16LE"
+    if not any(evens) and all(0 < b < 0x80 for b in odds):
+        return "UTF-16BE"
+    return None
 
 
 def _foreign_bom(data: bytes) -> str | None:

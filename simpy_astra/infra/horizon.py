@@ -75,10 +75,16 @@ def api_number(value: object, name: str, *, positive: bool = False, time: bool =
 
 
 def finish_past_horizon(net: Any, npu_id: int, now_ns: float, compute_ns: float = 0,
-                        system: Any = None) -> InputError:
+                        system: Any = None, job: Any = None) -> InputError:
     """The error of a run whose NPU would finish past the horizon (sizes over bandwidths
-    added up past what time can hold), naming the speeds to change: the system's roofline when
-    the NPU's compute alone goes past it, else the network's."""
+    added up past what time can hold), naming what to change: the ``job``'s start_ns when the
+    job's own time would fit from 0 (a start of 2^63 - 1 ns blamed the bandwidth), the system's
+    roofline when the NPU's compute alone goes past it, else the network's speeds."""
+    if job is not None and job.start_ns and now_ns - job.start_ns <= HORIZON_NS:
+        return InputError(
+            f"{job.where}.start_ns: job {job.name} starts at {job.start_ns:,} ns, and its NPU {npu_id} would "
+            f"finish at {now_ns:.4g} ns, past the horizon ({HORIZON_TEXT}); start it at most "
+            f"{HORIZON_NS - math.ceil(now_ns - job.start_ns):,} ns")
     if compute_ns > HORIZON_NS and system is not None:
         return InputError(
             f"{system.source}: NPU {npu_id} would finish at {now_ns:.4g} ns, past the horizon ({HORIZON_TEXT}); "

@@ -1,6 +1,7 @@
-"""On/off switches read from the environment (``SIMPY_ASTRA_PROGRESS``, ``SIMPY_ASTRA_FOLD``),
-one reading for all: ``SIMPY_ASTRA_PROGRESS=yes-please`` was read as unset without a word (no
-progress in a pipe, and no hint why), while ``SIMPY_ASTRA_FOLD=maybe`` was refused."""
+"""On/off switches read from the environment (``SIMPY_ASTRA_PROGRESS``, ``SIMPY_ASTRA_FOLD``,
+``SIMPY_ASTRA_TRACEBACK``), one reading for all: ``SIMPY_ASTRA_PROGRESS=yes-please`` was read
+as unset without a word (no progress in a pipe, and no hint why), ``SIMPY_ASTRA_TRACEBACK=0``
+as on, while ``SIMPY_ASTRA_FOLD=maybe`` was refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ ON = ("1", "on", "true", "yes")
 OFF = ("0", "off", "false", "no")
 #: every switch, and what leaving it unset means
 SWITCHES = {"SIMPY_ASTRA_PROGRESS": "progress lines on a terminal only",
-            "SIMPY_ASTRA_FOLD": "symmetry folding on"}
+            "SIMPY_ASTRA_FOLD": "symmetry folding on",
+            "SIMPY_ASTRA_TRACEBACK": "a bug's one error line, no traceback"}
 
 
 def env_switch(name: str) -> bool | None:

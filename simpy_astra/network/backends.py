@@ -106,7 +106,8 @@ def _no_models(config: Any, backend: str) -> None:
     for key in ("link_model", "switch_model"):
         if getattr(config, key, None):
             raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
-                                f"is read by the congestion_aware backend only, not {backend}")
+                                f"is read by the congestion_aware backend only, not {backend}; set backend: "
+                                f"congestion_aware (or --network-backend congestion_aware), or remove it")
 
 
 #: the fastest link the packet backend times (GB/s): its rates are summed and multiplied by

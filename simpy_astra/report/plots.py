@@ -9,8 +9,9 @@ timeline.png is one iteration as a Gantt chart: a row per
 pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stage) where the
 generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
 slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
-colour per part (bubbles included), time in ms, drawn as one image (:func:`_raster`) whose
-pixel columns each show the part that filled most of them, the legend below the axes.
+colour per part (bubbles included), time in ms, drawn as one image
+(:mod:`~simpy_astra.report.gantt_image`) whose pixel columns each show the part that filled most
+of them, the legend below the axes.
 
 Both are drawn cheaply (issue 51: the reports must cost a few per cent of the simulation):
 matplotlib's Agg canvas directly (files only, no display, no pyplot) with its text laid out and
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
+from simpy_astra.report.gantt_image import gantt_raster, picked_image
 
 MAX_BARS = 64
 #: the pictures' pixels per inch
@@ -282,8 +284,9 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     fig, ax = agg_figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN) + legend_in)
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
-        # each of the axes' pixels takes the raster's pixel under its centre (_PickedImage)
-        image = _picked_image(ax, _raster(rows, colours, end), (0.0, end / scale, len(rows) - 0.5, -0.5))
+        # each of the axes' pixels takes the raster's pixel under its centre (picked_image)
+        image = picked_image(ax, gantt_raster([row.arrays for row in rows], colours, end),
+                             (0.0, end / scale, len(rows) - 0.5, -0.5))
         ax.add_image(image)
         ax.set_xlim(0.0, end / scale)
     labelled = range(0, len(rows), label_every(len(rows)))
@@ -323,79 +326,11 @@ def _row_in(rows: int) -> float:
     return ROW_IN if rows <= MAX_ROWS else max(MIN_ROW_IN, ROW_IN * MAX_ROWS / rows)
 
 
-#: the Gantt chart's resolution: stretches of time per row (the PNG is about 1,300 pixels wide)
-GANTT_COLUMNS = 2000
-#: image lines per row: the row's bar fills all but the first (a gap between rows)
-ROW_LINES = 5
-
-
 def _codes(codes) -> list[int]:
     """The distinct part codes of a row's stretches."""
     import numpy as np
 
     return np.unique(codes).tolist()
-
-
-def _picked_image(ax, raster, extent):
-    """An image of ``raster`` (RGBA bytes, its first line on top) spread over ``extent`` (data:
-    left, right, bottom, top) whose every pixel on the canvas takes the raster pixel under its
-    centre: ``imshow``'s "none" interpolation picked by two index arrays, without matplotlib's
-    generic resampling and colour passes (most of the chart's drawing, issue 51)."""
-    import numpy as np
-    from matplotlib.image import AxesImage
-    from matplotlib.transforms import Bbox, TransformedBbox
-
-    class _PickedImage(AxesImage):
-        def make_image(self, renderer, magnification=1.0, unsampled=False):
-            left, right, bottom, top = self.get_extent()
-            box = TransformedBbox(Bbox([[left, bottom], [right, top]]), self.get_transform())
-            shown = Bbox.intersection(box, self.axes.bbox)
-            if shown is None:
-                return None, 0, 0, None
-            x0, x1 = int(np.floor(shown.x0)), int(np.ceil(shown.x1))
-            y0, y1 = int(np.floor(shown.y0)), int(np.ceil(shown.y1))
-            if x1 <= x0 or y1 <= y0:
-                return None, 0, 0, None
-            lines, columns = self._A.shape[:2]
-            xs = np.arange(x0, x1) + 0.5  # pixel centres; the picture's rows bottom first
-            ys = np.arange(y0, y1) + 0.5
-            col = np.clip(((xs - box.x0) / box.width * columns).astype(np.int64), 0, columns - 1)
-            # the raster's first line is the extent's top, drawn where the axes put it
-            line = ((ys - box.y0) / box.height * lines).astype(np.int64)
-            line = np.clip(lines - 1 - line if box.height > 0 else line, 0, lines - 1)
-            # the raster's own bytes (the masked array set_data wraps them in indexes several
-            # times slower; none of its pixels is masked), a pixel as one 32-bit word, its
-            # columns picked before its lines are repeated: a few times less to gather
-            raw = np.ascontiguousarray(np.ma.getdata(self._A)).view(np.uint32)[..., 0]
-            picked = raw[:, col][line]
-            return picked.view(np.uint8).reshape(*picked.shape, 4), x0, y0, None
-
-    image = _PickedImage(ax, extent=extent, interpolation="none")
-    image.set_data(raster)
-    return image
-
-
-def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
-    """The chart as one image (rows x :data:`GANTT_COLUMNS` RGBA pixels, transparent past a
-    row's finish): one picture to draw however many kernels a step runs, not a rectangle each;
-    a column shows the part that filled most of it (:func:`~simpy_astra.report.columns.dominant`)."""
-    import numpy as np
-    from matplotlib.colors import to_rgba
-
-    from simpy_astra.report.columns import dominant_codes
-
-    names = ["", *colours]  # "": transparent
-    palette = (np.array([(0.0, 0.0, 0.0, 0.0)] + [to_rgba(colours[n]) for n in names[1:]]) * 255).round()
-    palette = palette.astype(np.uint8)  # bytes: drawn several times faster than floats
-    index = {name: k for k, name in enumerate(names)}
-    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
-    for y, row in enumerate(rows):
-        best, order = dominant_codes(None, GANTT_COLUMNS, end_ns, arrays=row.arrays)
-        # a part the row names but never shows wins no column (it fills none): any colour will do;
-        # the last entry is for -1, a column nothing fills: transparent
-        colour_of = np.array([index.get(name, 0) for name in order] + [0], dtype=np.intp)
-        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[colour_of[best]]
-    return image
 
 
 def _save(fig, path: str) -> None:
@@ -408,57 +343,13 @@ def _save(fig, path: str) -> None:
     import numpy as np
 
     from simpy_astra.infra import files
+    from simpy_astra.report.png_file import png_bytes
 
     canvas = fig.canvas
     canvas.draw()
     png = png_bytes(np.asarray(canvas.buffer_rgba()), {"Title": ax.get_title(), "Description": description}, DPI)
     with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
         f.write(png)
-
-
-#: an RGBA pixel as its colour (3 bytes) and its alpha
-_RGB_OF_RGBA = [("rgb", "V3"), ("a", "u1")]
-
-
-def png_bytes(rgba, text: dict[str, str], dpi: int) -> bytes:
-    """An opaque picture (``rgba``: height x width x 4 bytes, alpha ignored) as a lossless RGB
-    PNG with ``text`` as ``tEXt`` chunks (``iTXt`` where not Latin-1) and ``dpi`` in ``pHYs``.
-
-    Written here rather than by Pillow (issue 51: the reports must cost a few per cent of the
-    simulation): Pillow first converts matplotlib's RGBA to RGB (a copy), then picks one of PNG's
-    five filters per line by trying each, most of its time; here every line is filtered "Up"
-    (its difference from the line above, one array subtraction): a chart's bars, rows and
-    margins repeat down the picture, so the lines are mostly zeros and compress nearly as well,
-    zlib at level 1, in about half the time."""
-    import struct
-    import zlib
-
-    import numpy as np
-
-    height, width = rgba.shape[:2]
-    # each pixel's first three bytes, copied as one 3-byte item (a copy of three uint8s of every
-    # four is several times slower), then every line but the first less the line above
-    rgb = np.ascontiguousarray(np.ascontiguousarray(rgba).view(_RGB_OF_RGBA)["rgb"]).view(np.uint8)
-    rgb = rgb.reshape(height, 3 * width)
-    lines = np.empty((height, 1 + 3 * width), dtype=np.uint8)
-    lines[:, 0] = 2  # filter type Up
-    lines[0, 1:] = rgb[0]
-    np.subtract(rgb[1:], rgb[:-1], out=lines[1:, 1:])  # modulo 256, as PNG's Up is
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    out = [b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))]
-    per_metre = round(dpi / 0.0254)
-    out.append(chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)))
-    for key, value in text.items():
-        try:
-            out.append(chunk(b"tEXt", key.encode("latin-1") + b"\0" + value.encode("latin-1")))
-        except UnicodeEncodeError:  # uncompressed international text, no language
-            out.append(chunk(b"iTXt", key.encode("latin-1") + b"\0\0\0\0\0" + value.encode("utf-8")))
-    out.append(chunk(b"IDAT", zlib.compress(lines, 1)))
-    out.append(chunk(b"IEND", b""))
-    return b"".join(out)
 
 
 #: the files ``--plots DIR`` writes into DIR

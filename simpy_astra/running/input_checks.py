@@ -14,6 +14,7 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+from simpy_astra.topologies import GraphTopology
 from simpy_astra.workloads.chakra import et_path, has_rank_summary
 from simpy_astra.workloads.chakra.types import (
     BROADCAST,
@@ -134,16 +135,21 @@ def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: Simul
 
 def switchless_switch_model(inputs: SimulationInputs, topologies: list) -> str | None:
     """A warning when the network names a switch model (``switch-model:``, ``switch_model=``)
-    and none of its dimensions has a switch (a ``[Ring]``, ``FullyConnected``): no switch is
-    built, so the model changed nothing, where the run said nothing of it."""
+    and none of its dimensions has a switch (a ``[Ring]``, ``FullyConnected``, a Graph that names
+    none): no switch is built, so the model changed nothing, where the run said nothing of it."""
     from simpy_astra.network.fabric import Fabric
 
     net = inputs.network
     if net.switch_model is None or any(Fabric.switches_per_instance(topo) for topo in topologies):
         return None
-    shape = ", ".join(type(topo).__name__ for topo in topologies)
-    return (f"{net.model_field('switch_model')} ({net.switch_model}) changes nothing: the topology [{shape}] has "
-            f"no switch for it to serve (a Switch or Graph dimension has); leave it out, or give the network a switch")
+    names = [topo.name for topo in topologies]  # as the network YAML names them (a user's class: its own)
+    # a Graph has the switches it lists, so "a Graph dimension has one" is untrue of this one
+    where = ("its graph names none; a switch is one of graph.switches, or a networkx graph's node of kind: switch"
+             if any(isinstance(topo, GraphTopology) for topo in topologies)
+             else "a Switch dimension has one, and so does a Graph that names switches")
+    return (f"{net.model_field('switch_model')} ({net.switch_model}) changes nothing: the topology "
+            f"[{', '.join(names)}] has no switch for it to serve ({where}); leave it out, or give the network "
+            f"a switch")
 
 
 def replayed_broadcasts(npus: list, cfg: SystemConfig) -> str | None:

@@ -65,7 +65,7 @@ def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fix
     if parts[0] in fields and len(parts) > 1:
         present = base.get(parts[0])
         known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
-        wrong, prefix = parts[1], parts[0] + "."
+        at = 1
     elif parts[0] == "workload" and len(parts) == 2 and generator_fixed and \
             (taken := _generator_params(base.get("workload"))) is not None:
         known, wrong, prefix = set(taken) | {"generate"}, parts[1], "workload."
@@ -78,14 +78,17 @@ def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fix
     elif parts[0] == "cluster" and len(parts) > 1:  # every point would fail on the key, after running
         gpu = parts[1] == "gpu" and len(parts) > 2
         known = {f.name for f in dataclasses.fields(Gpu)} if gpu else set(CLUSTER_KEYS)
-        wrong, prefix = parts[2 if gpu else 1], "cluster.gpu." if gpu else "cluster."
-        wrong = OLD_KEYS.get(wrong, wrong)  # read as its name with units
+        at = 2 if gpu else 1
+        parts[at] = OLD_KEYS.get(parts[at], parts[at])  # read as its name with units
     else:
-        wrong, prefix = parts[0], ""
+        at = 0
+    wrong = parts[at]
     if wrong not in known:
         near = nearest_key(wrong, known)
-        hint = f"; did you mean '{prefix}{near}'?" if near else ""
-        why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
+        # the whole path with the part replaced: 'sytem.preferred-dataset-splits' was told 'system'
+        hint = f"; did you mean '{'.'.join([*parts[:at], near, *parts[at + 1:]])}'?" if near else ""
+        # a scenario or cluster key a run does not know is refused; a system or network one, warned of
+        why = "every point would fail on it" if parts[0] == "cluster" or not at else "every point would run the same"
         raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
 
 
@@ -102,7 +105,8 @@ def _check_job_path(dotted: str, jobs: list, where: str, paths: Collection[str])
     fixed = not {f"{prefix}workload", f"{prefix}workload.generate"} & set(paths)
     if key not in JOB_KEYS:
         near = nearest_key(key, JOB_KEYS)
-        hint = f"; did you mean '{prefix}{near}'?" if near else f" (a job has {', '.join(sorted(JOB_KEYS))})"
+        hint = f"; did you mean '{'.'.join([*parts[:2], near, *parts[3:]])}'?" if near else \
+            f" (a job has {', '.join(sorted(JOB_KEYS))})"
         raise InputError(f"{where}: '{dotted}' names no field of a job (every point would fail on it){hint}")
     if key == "workload" and len(parts) == 4 and fixed and (taken := _generator_params(job.get("workload"))):
         if parts[3] not in {*taken, "generate"}:

@@ -11,6 +11,7 @@ from typing import Any
 from simpy_astra.config.cluster_fields import OLD_KEYS
 from simpy_astra.config.cluster_presets import PRESET_DIR
 from simpy_astra.config.file_text import short_path
+from simpy_astra.config.path_words import shell_words
 from simpy_astra.config.yaml_reader import read_yaml_file
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import resolve_paths
@@ -58,6 +59,9 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         if value is None:  # null on a cluster axis leaves the field out: the preset's, NCCL's choice
             node.pop(last, None)
             return
+    if value is None and isinstance(node, dict) and "generate" in node and last != "generate":
+        node.pop(last, None)  # null on a generator's parameter leaves it out: the generator's default
+        return
     node[last] = value
 
 
@@ -88,6 +92,9 @@ def resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[
     user modules are found there, as ``run`` finds them)."""
     where = f"{spec_path}: base"
     if isinstance(raw, str):
+        problem = shell_words(raw, os.path.dirname(os.path.abspath(spec_path)))
+        if problem:
+            raise InputError(f"{where}: {raw!r}: {problem}")
         scenario_path = raw if os.path.isabs(raw) else os.path.join(os.path.dirname(spec_path), raw)
         doc = load_yaml(scenario_path, where, "base scenario")
         base_dir = os.path.dirname(os.path.abspath(scenario_path))

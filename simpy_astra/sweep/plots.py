@@ -185,7 +185,7 @@ def _save(fig, out_dir: str, name: str) -> str:
     import numpy as np
 
     from simpy_astra.infra import files
-    from simpy_astra.report.plots import png_bytes
+    from simpy_astra.report.png_file import png_bytes
 
     path = os.path.join(out_dir, name)
     fig.tight_layout()

@@ -33,7 +33,7 @@ from simpy_astra.workloads.megatron import attention_backend
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
-from simpy_astra.workloads.megatron.layers import ChunkModel
+from simpy_astra.workloads.megatron.layers import middle_chunk
 from simpy_astra.workloads.megatron.modelled_arguments import parser as megatron_parser
 from simpy_astra.workloads.megatron.rank_layout import Layout
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
@@ -125,8 +125,7 @@ def _with_schedule(name: Any, job: MegatronJob, gpu: Gpu, where: str) -> Megatro
 def _pass_costs(job: MegatronJob, gpu: Gpu) -> tuple[float, float, float]:
     """One micro-batch through chunk 0 of stage 1 (a middle one, no embedding or loss; stage 0
     at pp 1): the kernels' seconds of its forward, input gradient and weight gradient."""
-    model, stage = ChunkModel(job, gpu), min(1, job.pp - 1)
-    layers = job.chunk_kinds(stage, 0)
+    model, layers = middle_chunk(job, gpu)
     inputs, weights = model.backward_split(layers, False, False)
     return tuple(sum(s.total_s for s in steps if isinstance(s, Compute))  # type: ignore[return-value]
                  for steps in (model.forward(layers, False, False), inputs, weights))

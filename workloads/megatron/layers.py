@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 from simpy_astra.workloads.megatron.attention_core import AttentionCore
 from simpy_astra.workloads.megatron.embedding_loss import EmbeddingAndLoss
-from simpy_astra.workloads.megatron.job import LayerKind
-from simpy_astra.workloads.megatron.kernels import TE_MODULE_HOST_US
+from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
+from simpy_astra.workloads.megatron.kernels import TE_MODULE_HOST_US, Gpu
 from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER
 from simpy_astra.workloads.megatron.mixture_of_experts import MixtureOfExperts
 from simpy_astra.workloads.megatron.steps import Step
@@ -183,3 +183,10 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
         dense, experts = self.moe_parameters()
         mlp = (3 if self.job.swiglu else 2) * self.job.hidden * self.ffn
         return [(self.layer_parameters() - mlp + dense, "dp"), (experts, "edp")]
+
+
+def middle_chunk(job: MegatronJob, gpu: Gpu) -> tuple[ChunkModel, tuple[LayerKind, ...]]:
+    """The model on ``gpu`` and the layers of chunk 0 of stage 1 (a middle one, no embedding
+    or loss; stage 0 at pp 1): a micro-batch's passes through it are those every stage's
+    layers run."""
+    return ChunkModel(job, gpu), job.chunk_kinds(min(1, job.pp - 1), 0)

@@ -443,20 +443,33 @@ class StageSchedule:
         if job.tied_embeddings and job.last_stage != 0 and self.stage in (0, job.last_stage):
             self.collective("embedding.grads.allreduce", ALL_REDUCE, "emb",
                             job.hidden * job.vocab // job.tp * self.job.grad_bytes)
-        shard = params // replicas if job.distributed_optimizer else params
+        self.compute("optimizer.step", {"optimizer": self.optimizer_step_seconds()})
+        if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
+            self.collective("params.dp.allgather", ALL_GATHER, "dp",
+                            self._gathered_bytes(params, self._fp8_params()) // replicas)
+
+    def optimizer_step_seconds(self) -> float:
+        """The optimizer step of this stage's parameters (its shard of them with the distributed
+        optimizer): one streaming pass over their states, gradients and weights."""
+        job = self.job
+        params = self.stage_params()
+        shard = params // (job.dp * job.cp) if job.distributed_optimizer else params
         extra = 6 if self.job.grad_bytes == 2 else 0  # fp16 / bf16 gradients made fp32 for the optimizer
         # fp8: Transformer Engine casts each weight to fp8 (both layouts) once a step, in
         # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter (current
         # scaling reads it once more first, for its amax)
         weights = params * (6 if job.fp8_current_scaling else 4) if job.fp8 else 0
-        fp8 = sum(step.fp8 for c in range(self.chunks) for step in self._chunk_steps(Kind.FORWARD, c)
-                  if isinstance(step, ParamsUsed)) if job.fp8_param_gather else 0  # the weights the forward reads
+        fp8 = self._fp8_params()
         if fp8:  # the optimizer writes the FP8 weights; Transformer Engine makes their transpose
             weights = 2 * fp8
-        self.compute("optimizer.step", {"optimizer": streaming_seconds(
-            self.gpu, shard * (self._step_bytes_per_param() + extra) + weights)})
-        if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
-            self.collective("params.dp.allgather", ALL_GATHER, "dp", self._gathered_bytes(params, fp8) // replicas)
+        return streaming_seconds(self.gpu, shard * (self._step_bytes_per_param() + extra) + weights)
+
+    def _fp8_params(self) -> int:
+        """The weights the forward reads that ``--fp8-param-gather`` keeps in FP8 (0 without it)."""
+        if not self.job.fp8_param_gather:
+            return 0
+        return sum(step.fp8 for c in range(self.chunks) for step in self._chunk_steps(Kind.FORWARD, c)
+                   if isinstance(step, ParamsUsed))
 
     def _step_bytes_per_param(self) -> int:
         """HBM bytes the optimizer step moves for each parameter of its shard: Adam's

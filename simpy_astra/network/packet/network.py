@@ -21,6 +21,7 @@ from simpy_astra.network.packet.rates import Solutions, train_rates
 from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.switch import SwitchProcess
 from simpy_astra.network.packet.train_path import TrainPath, alone_share
+from simpy_astra.network.packet.train_queues import next_empty_ns, ran_out, release_crossed
 from simpy_astra.network.packet.trains import (
     DEFAULT_PACKET_SIZE_BYTES,
     DEFAULT_SWITCH_BUFFER_BYTES,
@@ -196,22 +197,9 @@ class PacketNetwork(LinkLevelNetwork):
                     busy.append(port)
             flow.drain_from_buffer()
             busy.append(flow.ports[b])
-            busy += self._release_crossed(flow)
+            busy += release_crossed(flow)
         if busy:
             self.reshare(busy)
-
-    @staticmethod
-    def _release_crossed(flow: Train) -> list[Port]:
-        """A drained train lets go of its leading hops that all its bytes have crossed (the
-        last hop stays until it is delivered); returns the freed links others still use."""
-        busy = []
-        while True:
-            port = flow.ports[flow.first_hop]
-            if not flow.leave_crossed_hop():
-                return busy
-            port.release(flow)
-            if port.flows:
-                busy.append(port)
 
     def _arm_hops(self, flow: Train, now: float) -> None:
         """(Re-)arm the event of the next buffer along the train's path that its bytes leave
@@ -220,7 +208,7 @@ class PacketNetwork(LinkLevelNetwork):
 
         As for the source's drain, a later instant than the pending one lets the pending
         event fire and re-arm itself, so re-shares that move it later cost no event."""
-        soonest = self._next_empty(flow)
+        soonest = next_empty_ns(flow)
         timer = flow.hop_timer
         if soonest == math.inf:
             if timer.at_ns is not None:
@@ -231,48 +219,6 @@ class PacketNetwork(LinkLevelNetwork):
             return
         flow.own_hop_timer().arm(self.env, at_ns, self._hop_emptied, flow)
 
-    @staticmethod
-    def _next_empty(flow: Train) -> float:
-        """How long until the first of the train's queues at its hops from the buffer on runs
-        out at the current rates (inf: none does)."""
-        shares, crossed = flow.hop_shares, flow.crossed_bytes
-        b, first, left = flow.buffer_hop, flow.first_hop, flow.left_bytes
-        start = b if b > first else first
-        # (:meth:`Train.waiting_bytes` hop by hop: this runs after every re-share of a train
-        # cut at several hops, so what arrives at each hop is carried over from the one before)
-        upstream = flow.size_bytes - left if start == b else crossed[start - 1]
-        inflow = flow.in_bytes_per_ns if left > 0 else 0.0
-        packet_bytes = flow.packet_bytes
-        soonest = math.inf
-        for k in range(start, flow.reach_hops):
-            here = crossed[k]
-            rate = shares[k].bytes_per_ns
-            queue = upstream - here - (EMPTY_BYTES if k <= first else packet_bytes)
-            if queue > 0:
-                net = rate - inflow
-                if net > 0 and queue / net < soonest:
-                    soonest = queue / net
-            upstream, inflow = here, rate
-        return soonest
-
-    @staticmethod
-    def _ran_out(flow: Train) -> bool:
-        """Whether a queue the train was draining at one of its hops is empty now (or all its
-        bytes crossed its first hop), so that its rates must be shared again."""
-        shares = flow.hop_shares
-        start = max(flow.buffer_hop, flow.first_hop)
-        if flow.left_bytes <= 0 and flow.crossed_bytes[start] >= flow.size_bytes - EMPTY_BYTES:
-            return True
-        for k in range(start, flow.reach_hops):
-            if flow.waiting_bytes(k) <= EMPTY_BYTES:
-                if k == start:
-                    inflow = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
-                else:
-                    inflow = shares[k - 1].bytes_per_ns
-                if shares[k].bytes_per_ns > inflow * (1 + TOLERANCE):
-                    return True
-        return False
-
     def _hop_emptied(self, flow: Train) -> None:
         if flow.hop_shares is None:
             return
@@ -282,10 +228,10 @@ class PacketNetwork(LinkLevelNetwork):
             # its last byte crossed the last hop it has reached (the rest is its head's way)
             self.reshare(self._finish(flow, flow.buffer_hop))
             return
-        if not self._ran_out(flow):  # armed for a rate that has since dropped: nothing changed
+        if not ran_out(flow):  # armed for a rate that has since dropped: nothing changed
             self._arm_hops(flow, now)
             return
-        busy = self._release_crossed(flow)
+        busy = release_crossed(flow)
         busy += [p for p in flow.ports[flow.first_hop:] if p.flows]
         self.reshare(busy)
 
