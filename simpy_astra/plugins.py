@@ -223,7 +223,7 @@ def _instants_pass(element: Any, loop: Any) -> Any:
     resumed too often in one instant: a loop that polls with ``env.timeout(0)`` holds the clock
     there for ever, and the stall watchdog, which wakes at later instants, never runs (the run
     hung). A collective is held to the same count. Costs a generator step per resume of the
-    user's loop (300 ns beside SimPy's 1.2 us to resume a process); nothing else is wrapped."""
+    user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops are not wrapped."""
     env, instant, resumes = element.env, -1.0, 0
     value: Any = None
     error: BaseException | None = None
