@@ -86,7 +86,7 @@ class Simulation(CoSimulation):
         #: the jobs of a multi-job run (:mod:`simpy_astra.running.jobs`), None for one workload
         self.jobs = inputs.jobs
         #: communicator group id -> parallel dimension, where the generator said (breakdowns)
-        self.group_names, self.p2p_name = group_names(inputs)
+        self.group_names, self.p2p_name, group_notes = group_names(inputs)
         self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)
@@ -94,7 +94,7 @@ class Simulation(CoSimulation):
         self.npus: list[Npu] = []
         self.systems: list[SystemLayer] = []
         self.reports: list[NpuReport] = []
-        self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
+        self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored, *group_notes]
         starts: dict[int, int] = {}  # NPU -> when its job starts, if later than now
         if self.jobs is not None:
             # deferred: only scenario jobs need running.jobs; an ASTRA-sim run does not load it
@@ -206,7 +206,7 @@ class Simulation(CoSimulation):
         going) or, with ``until``, until that time at the latest; call again to go on. Returns
         the reports of the NPUs that finished so far."""
         if until is not None:
-            horizon.api_number(until, "run(until=...)")
+            until = horizon.api_number(until, "run(until=...)")
         if not self.finished.processed and not self._stalled.triggered:
             self._running = True
             try:

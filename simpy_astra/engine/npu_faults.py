@@ -46,7 +46,7 @@ class NpuFaults:
         compute node issued then takes ``trunc(runtime * factor)``; one in progress does the
         rest of its work at the new speed (ends at ``t + trunc(left * factor)``). Compute
         only: communication is the network's (slow a link with ``set_bandwidth``)."""
-        api_number(factor, f"NPU {self.npu_id}: slow-down factor", positive=True)
+        factor = api_number(factor, f"NPU {self.npu_id}: slow-down factor", positive=True)
         self._at(at_ns, self._slow_now, factor)
 
     def pause(self, duration_ns: float, at_ns: float | None = None) -> None:
@@ -54,7 +54,7 @@ class NpuFaults:
         compute node in progress ends ``duration_ns`` later, one issued during the pause
         starts when it ends. Communication goes on (the network and collectives' endpoint
         work are not the NPU's compute units)."""
-        api_number(duration_ns, f"NPU {self.npu_id}: pause duration_ns")
+        duration_ns = api_number(duration_ns, f"NPU {self.npu_id}: pause duration_ns")
         self._at(at_ns, self._pause_now, duration_ns)
 
     def fail(self, at_ns: float | None = None) -> None:
@@ -70,7 +70,7 @@ class NpuFaults:
                              f"a straggler or failure needs its own NPU (fold_symmetry: false)")
         env = self.clock.env
         if at_ns is not None:
-            api_number(at_ns, f"NPU {self.npu_id}: at_ns")
+            at_ns = api_number(at_ns, f"NPU {self.npu_id}: at_ns")
         if at_ns is None or at_ns <= env.now:
             fn(arg)
         else:

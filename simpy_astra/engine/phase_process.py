@@ -33,16 +33,10 @@ from simpy.events import Event
 
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
-from simpy_astra.plugins import is_users_file
+from simpy_astra.plugins import ZERO_TIME_RESUMES, is_users_file
 
 __all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code"]
 
-#: how often a user's algorithm may be resumed in one instant of simulated time: a loop over
-#: events that take no time (``ctx.wait(0)``, ``env.timeout(0)``, an event already waited on)
-#: would otherwise hold the clock for ever, and the stall watchdog, which wakes at later
-#: instants, would never run. A phase resumes once per event it waits on, and no algorithm
-#: waits on this many in one instant (a direct all-to-all on 16,384 NPUs: 16,383).
-ZERO_TIME_RESUMES = 100_000
 #: how many messages (sends and receives) one phase of a user's algorithm may post in one
 #: instant: a loop that posts without yielding never gives SimPy the control back (it grew by
 #: 100 MB a second); a direct all-to-all of 16,384 NPUs posts 32,766

@@ -33,8 +33,36 @@ What each point passes, by element:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
+
+from simpy_astra.plugins import unfit_call
+
+#: what each probe point passes its watchers (the list above)
+ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
+             "collective_start": ("kind", "size_bytes"), "collective_end": ("kind", "size_bytes"),
+             "phase_started": ("stream", "now_ns"), "stream_moved": ("stream", "now_ns"),
+             "message_sent": ("src", "dst", "tag", "size_bytes"),
+             "message_delivered": ("src", "dst", "tag", "size_bytes"),
+             "link_start": ("link", "key", "size_bytes"), "link_end": ("link", "key", "size_bytes"),
+             "switch_forward": ("switch", "key", "size_bytes")}
+
+
+def check_watcher(fn: Any, called: str, args: tuple[str, ...], where: str) -> None:
+    """Refuse, as ``where`` (``watch('link_start', fn)``), a watcher the point cannot call as
+    ``called(args)``: one that is not callable, takes other parameters (it failed in the run's
+    first milestone, inside the element's code) or is a generator function (called, it returns
+    a generator and runs none of its lines: every milestone dropped in silence)."""
+    if not callable(fn):
+        raise TypeError(f"{where}: {called} must be callable, taking ({', '.join(args)}) (got {fn!r})")
+    if inspect.isgeneratorfunction(fn):
+        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is a generator function: called, it returns a "
+                        f"generator and runs none of its lines; give a plain function, or read sim.stream(kind) "
+                        f"from a process of yours (yield store.get())")
+    unfit = unfit_call(fn, *args)
+    if unfit:
+        raise TypeError(f"{where}: {unfit} cannot be called as {called}({', '.join(args)})")
 
 
 class Probed:
@@ -49,8 +77,8 @@ class Probed:
         if point not in self.PROBES:
             raise ValueError(f"{type(self).__name__} has no probe point '{point}' "
                              f"(it has: {', '.join(self.PROBES) or 'none'})")
-        if not callable(fn):
-            raise TypeError(f"watch({point!r}, fn): fn must be callable (got {fn!r})")
+        if not getattr(fn, "__module__", "").startswith("simpy_astra."):  # ours watch every element: held by tests
+            check_watcher(fn, "fn", ARGUMENTS[point], f"watch({point!r}, fn)")
         name = "probe_" + point
         setattr(self, name, [*(getattr(self, name) or ()), fn])  # a new list: see unwatch
 

@@ -12,7 +12,7 @@ cost nothing extra: the stall watchdog's wake-ups grow with the clock, see
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 from simpy_astra.errors import InputError
@@ -52,10 +52,19 @@ def check_bandwidth(bytes_per_ns: float, where: str, field: str, largest_bytes: 
                                           f"horizon ({HORIZON_TEXT}); raise it")
 
 
+def python_number(value: Any) -> Any:
+    """numpy's numbers (``np.int64``, ``np.float32``: a script's ``np.arange``) as Python's int
+    or float, which they are; anything else as it is, for the caller's check to refuse."""
+    if isinstance(value, int | float) or isinstance(value, bool) or not isinstance(value, Real):
+        return value
+    return int(value) if isinstance(value, Integral) else float(value)
+
+
 def api_number(value: object, name: str, *, positive: bool = False, time: bool = True) -> float:
     """An argument of the Python API (a time, a duration, a factor, a bandwidth): a real number,
     finite, >= 0 (> 0 with ``positive``) and, for a time, within the horizon; else ValueError
     naming the argument. No silent ignore (nan), no wrap-around, no string taken as a number."""
+    value = python_number(value)
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (positive and value == 0):
         rule = "> 0" if positive else ">= 0"

@@ -173,7 +173,7 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         route, queued with the workload's messages, matched by no receive. The event
         succeeds (value: the time) when the last byte reached ``dst``. ``priority``: its
         class for link models that have classes (0 is the workload's)."""
-        self._check_background(src, dst, size_bytes, priority)
+        src, dst, size_bytes = self._check_background(src, dst, size_bytes, priority)
         done = self.env.event()
         route = self._routes.get((src, dst)) or self.route(src, dst)
         route[0].offer(_Message(None, route, size_bytes, done, priority))

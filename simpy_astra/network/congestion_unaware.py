@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.infra.horizon import whole_ns
+from simpy_astra.infra.horizon import HORIZON_NS, HORIZON_TEXT, whole_ns
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.fabric import DeviceId, Fabric
 from simpy_astra.network.faults import WithoutLinks
@@ -45,6 +45,9 @@ class CongestionUnawareNetwork(WithoutLinks):
         self._cache: dict[tuple[int, int, int], int] = {}
         #: a user's topology checks the route of each pair a message takes (``check_route``)
         self._user_dims = any(getattr(t, "checks_answers", False) for t in dims)
+        #: a backend of the user's times messages: its whole-ns ints are held to the horizon too
+        #: (ours may pass it: a run that would end past it is then named by its sizes and speeds)
+        self._users_delays = not type(self).message_delay_ns.__module__.startswith("simpy_astra.")
         self._arrive_after = self.board.schedule_arrival
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
@@ -58,8 +61,8 @@ class CongestionUnawareNetwork(WithoutLinks):
             if self._user_dims and self.rails is None:
                 self._check_route(src, dst, dim)
             delay = self.message_delay_ns(src, dst, size)
-            if type(delay) is not int:
-                delay = _whole_ns(self, delay)
+            if type(delay) is not int or delay < 0 or (delay > HORIZON_NS and self._users_delays):
+                delay = _whole_ns(self, delay)  # once per distinct message
             self._cache[key] = delay
         return delay
 
@@ -103,8 +106,10 @@ class CongestionUnawareNetwork(WithoutLinks):
 
 def _whole_ns(network: CongestionUnawareNetwork, delay: Any) -> int:
     """A subclass's ``message_delay_ns`` in whole ns (:func:`~simpy_astra.infra.horizon.whole_ns`),
-    or its error naming the class and method (NaN, a negative number, not a number)."""
+    or its error naming the class and method (NaN, a negative number, past the horizon, not a
+    number)."""
     whole = whole_ns(delay)
     if whole is None:
-        raise bad_return(network, "message_delay_ns", delay, "a finite number of ns >= 0")
+        raise bad_return(network, "message_delay_ns", delay, f"a finite number of ns >= 0, within the horizon "
+                         f"({HORIZON_TEXT})")
     return whole

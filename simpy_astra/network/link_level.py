@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simpy_astra.infra.horizon import python_number
 from simpy_astra.network.fabric import DeviceId, Fabric, LinkStats
 from simpy_astra.network.link_resource import LinkResource
 from simpy_astra.network.messages import Handler, MessageBoard
@@ -73,16 +74,17 @@ class LinkLevelNetwork(RegisteredName):
             sw = self.switches[device] = self._new_switch(device)
         return sw
 
-    def _check_background(self, src: Any, dst: Any, size_bytes: Any, priority: Any = 0) -> None:
-        """``send_background``'s arguments at the API's boundary: NPUs that exist and differ,
-        a size of 0 .. 2^63-1 bytes, a class >= 0 (0 unless the backend has classes)
-        (ValueError otherwise, never a wrap or a silent delivery)."""
+    def _check_background(self, src: Any, dst: Any, size_bytes: Any, priority: Any = 0) -> tuple[int, int, int]:
+        """``send_background``'s arguments at the API's boundary, as Python's ints (numpy's
+        taken): NPUs that exist and differ, a size of 0 .. 2^63-1 bytes, a class >= 0 (0
+        unless the backend has classes) (ValueError otherwise, never a wrap or a silent delivery)."""
         if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
             raise ValueError(f"send_background: priority must be an integer >= 0 (got {priority!r})")
         if priority and not self.has_priorities:
             raise ValueError(f"send_background: the {self.name} backend has no traffic classes "
                              f"(priority={priority}); use priority=0, or congestion_aware with a link-model")
         npus = self.fabric.npus_count
+        src, dst, size_bytes = python_number(src), python_number(dst), python_number(size_bytes)
         for name, npu in (("src", src), ("dst", dst)):
             if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < npus:
                 raise ValueError(f"send_background: {name} NPU {npu!r} does not exist (NPUs 0..{npus - 1})")
@@ -90,6 +92,7 @@ class LinkLevelNetwork(RegisteredName):
             raise ValueError(f"send_background: src and dst are both NPU {src}")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or not 0 <= size_bytes < 2**63:
             raise ValueError(f"send_background: size_bytes must be an integer 0 .. 2^63-1 (got {size_bytes!r})")
+        return src, dst, size_bytes
 
     # ------------------------------------------------------------------ what callers use
     @property

@@ -19,7 +19,7 @@ from simpy.core import BoundClass
 from simpy.resources.base import BaseResource, Put
 
 from simpy_astra.engine.probes import Probed
-from simpy_astra.infra.horizon import HORIZON_NS, api_number
+from simpy_astra.infra.horizon import HORIZON_NS, api_number, python_number
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 
 #: the largest transfer a link takes: sizes are whole bytes below 2^63 (the horizon's bound)
@@ -29,6 +29,7 @@ MAX_BYTES = 2**63 - 1
 def check_size_bytes(size_bytes: Any, where: str) -> int:
     """A transfer's size at the API's boundary: a whole number 0 .. 2^63-1 of bytes, else
     ValueError naming ``where`` (no nan, no wrap-around, no string taken as a number)."""
+    size_bytes = python_number(size_bytes)
     ok = (isinstance(size_bytes, int) and not isinstance(size_bytes, bool)) or (
         isinstance(size_bytes, float) and size_bytes.is_integer())
     if not ok or not 0 <= size_bytes <= MAX_BYTES:
@@ -134,14 +135,16 @@ class LinkResource(BaseResource, Probed):
         return [(item, item.key) for item in items if type(item) is not Transmission]
 
     # ------------------------------------------------------------------ checks
-    def _check_bandwidth(self, bandwidth_gbps: float) -> None:
+    def _check_bandwidth(self, bandwidth_gbps: float) -> float:
+        """``set_bandwidth``'s argument, checked (numpy's number as Python's)."""
         where = f"link {self.src}->{self.dst}: set_bandwidth(bandwidth_gbps)"
         if isinstance(bandwidth_gbps, int | float) and not isinstance(bandwidth_gbps, bool) and bandwidth_gbps == 0:
             raise ValueError(f"{where} must be > 0 (got 0); use take_down() to stop the link")
-        api_number(bandwidth_gbps, where, positive=True, time=False)
+        bandwidth_gbps = api_number(bandwidth_gbps, where, positive=True, time=False)
         if 1 / network_gbps_to_bytes_per_ns(bandwidth_gbps) > HORIZON_NS:
             raise ValueError(f"{where}: {bandwidth_gbps:g} GB/s is so low that one byte would take past "
                              f"the horizon (2^63 ns)")
+        return bandwidth_gbps
 
     def _new_bandwidth(self, bandwidth_gbps: float) -> None:
         """Take a new speed (checked; the subclass first accounts what the old one did)."""

@@ -30,6 +30,8 @@ from typing import Any, Protocol
 
 import simpy
 
+from simpy_astra.engine.probes import check_watcher
+
 KINDS = ("message_sent", "message_delivered", "link_start", "link_end", "collective_start", "collective_end",
          "node_end")
 
@@ -68,9 +70,7 @@ class Observer:
     def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
         if kind not in KINDS:
             raise ValueError(f"no milestone '{kind}'; choose one of: {', '.join(KINDS)}")
-        if not callable(callback):  # refused here, not as a failure deep inside run()
-            raise TypeError(f"on({kind!r}, callback): callback must be callable, taking one Observation "
-                            f"(got {callback!r})")
+        check_watcher(callback, "callback", ("observation",), f"on({kind!r}, callback)")  # not deep in run()
         self.subscribers.setdefault(kind, [])
         self._install(kind)
         self.subscribers[kind].append(callback)

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from simpy_astra.config.unknown_keys import nearest_key
-from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem
+from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem, users_int
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 from simpy_astra.workloads.schedules.task import PLACEMENTS, Kind, Schedule, Task, placement, takes_costs
@@ -102,6 +102,9 @@ def _checked(name: str, fn: Schedule) -> Schedule:
             order = fn(stage, pp, micro_batches, chunks, **costs)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
             raise PluginError(user_code_problem(what, exc), exc) from None
+        if isinstance(order, list | tuple):  # numpy's ids (np.arange) as the ints they are
+            order = [(t[0], users_int(t[1]), users_int(t[2])) if isinstance(t, tuple) and len(t) == 3 else t
+                     for t in order]
         problem = _out_of_contract(order, micro_batches, chunks)
         if problem:
             raise PluginError(f"{what}: for stage {stage} of {pp} ({micro_batches} micro-batches, {chunks} "
@@ -119,10 +122,9 @@ def _out_of_contract(order: object, micro_batches: int, chunks: int) -> str:
         return f"{type(order).__name__}, not a list"
     seen: Counter[tuple[str, int, int]] = Counter()
     for task in order:
-        if not (isinstance(task, tuple) and len(task) == 3 and task[0] in set(Kind)
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in task[1:])
-                and 0 <= task[1] < micro_batches and 0 <= task[2] < chunks):
-            return f"{task!r}, which is no task of this stage"
+        wrong = _not_a_task(task, micro_batches, chunks)
+        if wrong:
+            return f"{task!r}: {wrong}"
         kind, mb, chunk = Kind(task[0]), task[1], task[2]
         if kind is not Kind.FORWARD and not seen[(Kind.FORWARD.value, mb, chunk)]:
             return f"{kind.name} of micro-batch {mb}, chunk {chunk} before its FORWARD"
@@ -137,4 +139,18 @@ def _out_of_contract(order: object, micro_batches: int, chunks: int) -> str:
                 halves = f" (BACKWARD_INPUT {split[0]}, BACKWARD_WEIGHT {split[1]} of them)" if any(split) else ""
                 return (f"micro-batch {mb}, chunk {chunk} forwarded {f} time(s) and backwarded "
                         f"{b + max(split)}{halves}")
+    return ""
+
+
+def _not_a_task(task: object, micro_batches: int, chunks: int) -> str:
+    """What makes ``task`` no task of this stage, in words (empty: it is one)."""
+    if not (isinstance(task, tuple) and len(task) == 3):
+        return "not a Task(kind, micro_batch, chunk)"
+    kind, mb, chunk = task
+    if kind not in set(Kind):
+        return (f"its kind {kind!r} is not a Kind: write Kind.FORWARD, Kind.BACKWARD, Kind.BACKWARD_INPUT or "
+                f"Kind.BACKWARD_WEIGHT (from simpy_astra.workloads.schedules.task)")
+    for field, value, count in (("micro_batch", mb, micro_batches), ("chunk", chunk, chunks)):
+        if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < count):
+            return f"its {field} {value!r} is not a whole number from 0 to {count - 1}"
     return ""

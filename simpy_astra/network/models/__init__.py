@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import typing
+from numbers import Integral, Real
 from typing import Any
 
 import simpy
@@ -187,9 +188,11 @@ def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...])
         want = hints.get(key)
         if want not in _CHECKED_TYPES:
             continue
+        # numbers as numbers.py sees them: numpy's (a sweep from Python over np.arange) too
         ok = (isinstance(value, bool) if want is bool else
-              isinstance(value, int | float) and not isinstance(value, bool) if want is float else
-              isinstance(value, want) and not isinstance(value, bool))
+              isinstance(value, Real) and not isinstance(value, bool) if want is float else
+              isinstance(value, Integral) and not isinstance(value, bool) if want is int else
+              isinstance(value, want))
         if not ok:
             return f"parameter '{key}' must be {_CHECKED_TYPES[want]} (got {value!r})"
     return None

@@ -114,7 +114,7 @@ class PacketNetwork(LinkLevelNetwork):
         """``size_bytes`` from ``src`` to ``dst`` sharing the links with the workload, matched
         by no receive; the event succeeds (value: the time) when the last packet arrived.
         ``priority``: 0 only (links are shared fairly, not by class: ValueError otherwise)."""
-        self._check_background(src, dst, size_bytes, priority)
+        src, dst, size_bytes = self._check_background(src, dst, size_bytes, priority)
         done = self.env.event()
         self._inject(src, dst, size_bytes, None, done)
         return done

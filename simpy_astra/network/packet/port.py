@@ -294,7 +294,7 @@ class Port(LinkResource):
     # ------------------------------------------------------------------ live changes
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
         """New speed for every byte not yet sent (from now): trains are re-shared."""
-        self._check_bandwidth(bandwidth_gbps)
+        bandwidth_gbps = self._check_bandwidth(bandwidth_gbps)
         self.set_load(self.load_bytes_per_ns)  # account the busy time at the old speed
         self._new_bandwidth(bandwidth_gbps)
         if self.up:
