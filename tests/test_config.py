@@ -153,7 +153,7 @@ def test_network_list_required(tmp_path: Path, value: str) -> None:
 
 def test_network_lengths_must_match(tmp_path: Path) -> None:
     message = net_error(tmp_path, NET_2D.replace("latency: [ 500.0, 0.25 ]", "latency: [ 500.0 ]"))
-    assert "'latency' has 1 entries but topology has 2" in message
+    assert "'latency' has 1 entry but topology has 2" in message
 
 
 def test_network_bad_yaml_reports_position(tmp_path: Path) -> None:

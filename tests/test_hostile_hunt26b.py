@@ -1,0 +1,89 @@
+"""The leftovers of the twenty-sixth hunt: a plug-in named as a path, counts of one worded as
+many, and a preset's field that changes nothing. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.network import load_network_yaml
+from simpy_astra.errors import InputError
+from simpy_astra.plugins import PluginError, import_module
+from tests.scenario_files import SCENARIOS, error_lines
+
+PRESETS = SCENARIOS.parent / "simpy_astra" / "config" / "clusters"
+
+
+@pytest.mark.parametrize(("given", "meant"), [("./myplug", "myplug"), ("./myplug.py", "myplug"),
+                                              ("sub/myplug", "sub.myplug")])
+def test_a_plugin_named_as_a_path_is_told_the_module_name_it_meant(given, meant):
+    # before: "... is not a module name; write it as package.module" (for ./myplug: not what it meant)
+    with pytest.raises(PluginError) as err:
+        import_module(given)
+    assert str(err.value) == (f"{given!r} is not a module name; write it as {meant} (a module is named without "
+                              f"./ or .py)")
+
+
+def test_a_network_list_of_one_entry_says_entry(tmp_path):
+    # before: "'latency' has 1 entries but topology has 2"
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [Ring, Switch]\nnpus_count: [2, 2]\nbandwidth: [50, 50]\nlatency: [500]\n")
+    with pytest.raises(InputError) as err:
+        load_network_yaml(str(net))
+    assert "'latency' has 1 entry but topology has 2" in str(err.value)
+
+
+def test_a_text_workload_header_of_one_layer_says_layer(tmp_path, capsys):
+    # before: "the header says 1 layers but 2 layer lines follow"
+    path = tmp_path / "w.txt"
+    line = "l -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n"
+    path.write_text("DATA\n1\n" + line * 2)
+    err = error_lines(capsys, ["convert", "text", "--input", str(path), "--output", str(tmp_path / "w"),
+                               "--num-npus", "4", "--num-passes", "1"])
+    assert err == [f"error: {path}:2: the header says 1 layer but 2 layer lines follow; make the number on "
+                   f"line 2 match the layer lines"]
+    path.write_text("DATA\n2\n" + line)
+    err = error_lines(capsys, ["convert", "text", "--input", str(path), "--output", str(tmp_path / "w"),
+                               "--num-npus", "4", "--num-passes", "1"])
+    assert err == [f"error: {path}:2: the header says 2 layers but 1 layer line follows; make the number on "
+                   f"line 2 match the layer lines"]
+
+
+def test_a_converted_text_workload_of_one_layer_says_layer(tmp_path, capsys):
+    # before: "wrote ... (DATA, 1 layers, 1 pass(es))"
+    from simpy_astra.cli.main import main
+    path = tmp_path / "w.txt"
+    path.write_text("DATA\n1\nl -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
+    assert main(["convert", "text", "--input", str(path), "--output", str(tmp_path / "w"), "--num-npus", "2",
+                 "--num-passes", "1"]) == 0
+    assert "(DATA, 1 layer, 1 pass(es))" in capsys.readouterr().out
+
+
+def _preset_without_scale(tmp_path) -> str:
+    doc = yaml.safe_load((PRESETS / "dgx-h100.yaml").read_text())
+    del doc["node"]["nccl_latency_scale"]
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_a_presets_latency_scale_algorithm_without_a_scale_is_refused(tmp_path):
+    # before: accepted; the scale is then 1 (NCCL's own latencies) whatever algorithm it names
+    path = _preset_without_scale(tmp_path)
+    with pytest.raises(InputError) as err:
+        load_cluster({"preset": path, "gpus": 16}, "s.yaml: cluster")
+    assert str(err.value) == (f"{path}: node.nccl_latency_scale_algo: names the algorithm nccl_latency_scale was "
+                              f"fitted on, but no nccl_latency_scale is given (1: NCCL's own latencies), so it "
+                              f"would change nothing; give nccl_latency_scale or remove nccl_latency_scale_algo")
+    load_cluster({"preset": path, "gpus": 16, "nccl_latency_scale": 2}, "s.yaml: cluster")  # given beside it: read
+
+
+def test_a_scenarios_latency_scale_algorithm_without_any_scale_is_refused(tmp_path):
+    doc = yaml.safe_load((PRESETS / "dgx-h100.yaml").read_text())
+    del doc["node"]["nccl_latency_scale"], doc["node"]["nccl_latency_scale_algo"]
+    path = tmp_path / "bare.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    load_cluster({"preset": str(path), "gpus": 16}, "s.yaml: cluster")
+    with pytest.raises(InputError, match=r"^s\.yaml: cluster\.nccl_latency_scale_algo: names the algorithm"):
+        load_cluster({"preset": str(path), "gpus": 16, "nccl_latency_scale_algo": "ring"}, "s.yaml: cluster")
