@@ -87,3 +87,29 @@ def test_a_scenarios_latency_scale_algorithm_without_any_scale_is_refused(tmp_pa
     load_cluster({"preset": str(path), "gpus": 16}, "s.yaml: cluster")
     with pytest.raises(InputError, match=r"^s\.yaml: cluster\.nccl_latency_scale_algo: names the algorithm"):
         load_cluster({"preset": str(path), "gpus": 16, "nccl_latency_scale_algo": "ring"}, "s.yaml: cluster")
+
+
+def _scenario_with_memory(tmp_path, memory) -> str:
+    from tests.scenario_files import DEFAULT, write_yaml
+    return write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"]), "remote_memory": memory})
+
+
+def test_an_empty_remote_memory_is_refused(tmp_path, capsys):
+    # before: ran as NO_MEMORY_EXPANSION, unsaid (ASTRA-sim leaves memory-type unset)
+    path = _scenario_with_memory(tmp_path, {})
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: remote_memory: is empty; write memory-type (NO_MEMORY_EXPANSION for no remote memory), "
+        f"or leave it out"]
+
+
+@pytest.mark.parametrize(("nodes", "per_node", "fix"), [(4, 4, "lower num-nodes to 2"),
+                                                        (1, 16, "make num-npus-per-node divide the 8 NPUs"),
+                                                        (3, 3, "make num-npus-per-node divide the 8 NPUs")])
+def test_per_node_memory_whose_nodes_do_not_hold_the_npus_is_refused(tmp_path, capsys, nodes, per_node, fix):
+    # before: accepted (memory nodes with no NPU, or nodes of fewer NPUs than said); 8 NPUs here
+    memory = {"memory-type": "PER_NODE_MEMORY_EXPANSION", "num-nodes": nodes, "num-npus-per-node": per_node,
+              "remote-mem-bw": 10}
+    path = _scenario_with_memory(tmp_path, memory)
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: remote_memory: field 'num-nodes' is {nodes} with num-npus-per-node {per_node}: "
+        f"{nodes * per_node} NPUs, but the network has 8; {fix} (num-nodes x num-npus-per-node = the NPUs)"]
