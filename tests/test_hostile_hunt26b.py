@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.config.network import load_network_yaml
 from simpy_astra.errors import InputError
@@ -113,3 +114,31 @@ def test_per_node_memory_whose_nodes_do_not_hold_the_npus_is_refused(tmp_path, c
     assert error_lines(capsys, ["run", path]) == [
         f"error: {path}: remote_memory: field 'num-nodes' is {nodes} with num-npus-per-node {per_node}: "
         f"{nodes * per_node} NPUs, but the network has 8; {fix} (num-nodes x num-npus-per-node = the NPUs)"]
+
+
+def test_an_nvlink_latency_no_pipeline_send_crosses_is_said_and_swept_once(tmp_path, capsys):
+    # before: tp 2, pp 2 on 2 DGX nodes ran 16.709 ms at 1 ns and at 1e9 ns, in silence. Megatron's
+    # stages are tp x dp = 8 ranks apart, one node: each send goes to the same local GPU of the other
+    # node, over its own rail (no PXN hop over NVLink), so no played message reads NVLink's latency
+    from tests.scenario_files import SMALL_GPT_ARGS, headline_and_warnings, megatron_scenario, megatron_sweep
+    cluster = {"preset": "dgx-h100", "gpus": 16}
+    fast = headline_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "fast.yaml", **cluster,
+                                                           nvlink_latency_ns=1))
+    path = megatron_scenario(tmp_path, SMALL_GPT_ARGS, "slow.yaml", **cluster, nvlink_latency_ns=10**9)
+    assert headline_and_warnings(capsys, path) == (fast[0], [
+        f"warning: {path}: cluster.nvlink_latency_ns changes nothing here: it is read only by messages the "
+        f"network plays one by one (pipeline sends, all-to-alls), and none of this job's crosses NVLink (each "
+        f"pipeline send leaves its node on its own rail)"])
+    sweep = megatron_sweep(tmp_path, {"cluster.nvlink_latency_ns": [1, 10**9]})
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("1 point\n")
+    # stages 2 ranks apart (Megatron's tp-pp-dp order): each send stays in its node, on NVLink
+    sweep = megatron_sweep(tmp_path, {"cluster.nvlink_latency_ns": [1, 10**9]},
+                           args=SMALL_GPT_ARGS + " --use-tp-pp-dp-mapping")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("2 points\n")
+    # ... and none leaves its node: the rails' latency is the one not read then
+    sweep = megatron_sweep(tmp_path, {"cluster.inter_node_latency_ns": [1, 10**9]},
+                           args=SMALL_GPT_ARGS + " --use-tp-pp-dp-mapping")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("1 point\n")
