@@ -330,13 +330,24 @@ def stop_searching(folder: str) -> None:
         sys.path.remove(folder)
 
 
+def _module_fix(name: Any) -> str:
+    """How to name the module a path-like ``name`` meant (``./myplug`` -> ``myplug``,
+    ``sub/m.py`` -> ``sub.m``): a module is named from a folder searched (the working
+    directory, a scenario's), without ``./`` or ``.py``."""
+    path = os.path.normpath(name[:-3] if name.endswith(".py") else name) if isinstance(name, str) and name else ""
+    if not path or os.path.isabs(path) or path.split(os.sep)[0] in ("..", ".") or path.startswith("."):
+        return ("write it as package.module (a module of the working directory, a scenario's folder or the "
+                "installed packages)")
+    return f"write it as {path.replace(os.sep, '.')} (a module is named without ./ or .py)"
+
+
 def import_module(name: str) -> Any:
     """Import a user module by name: from the working directory first, then the installed
     packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever
     the module does while importing (raise, have a syntax error, call sys.exit) is reported as
     the module's error."""
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
-        raise PluginError(f"{name!r} is not a module name; write it as package.module")
+        raise PluginError(f"{name!r} is not a module name; {_module_fix(name)}")
     if name.endswith(".py") and any(os.path.isfile(os.path.join(f, name)) for f in (os.getcwd(), *SEARCH_FOLDERS)):
         # not imported: 'loggp.py' would run loggp as package 'loggp', then fail on its module 'py'
         raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}")

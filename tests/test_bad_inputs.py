@@ -974,7 +974,7 @@ def test_text_workload_header_and_body_disagree(capsys, tmp_path, monkeypatch, h
                  "--network-configuration=net.yml", "--remote-memory-configuration=mem.json"])
     assert code == EXIT_INPUT_ERROR
     line = error_line(capsys.readouterr().err)
-    assert "model.txt:2" in line and "layer lines" in line
+    assert "model.txt:2" in line and "layer line" in line
 
 
 # -- silent wrong success: flags

@@ -44,8 +44,14 @@ def test_latencies_a_pp1_job_never_reads_are_said_to_change_nothing(tmp_path, ca
 @pytest.mark.parametrize("args", [SMALL_GPT_ARGS, MOE, ULYSSES], ids=["pp2", "moe-alltoall", "cp-a2a"])
 def test_a_job_that_plays_messages_reads_its_latencies(tmp_path, capsys, args):
     plain = headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "plain.yaml", **H100S))
-    slow = headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "slow.yaml", **H100S, **SLOW))
-    assert slow[1] == plain[1] == []
+    path = megatron_scenario(tmp_path, args, "slow.yaml", **H100S, **SLOW)
+    slow = headline_and_warnings(capsys, path)
+    # pp 2's stages are a node apart: each send stays on its rail, so NVLink's latency is not read
+    # (tests/test_hostile_hunt26b.py); the all-to-alls' pairs are not listed, so both are taken as read
+    assert plain[1] == [] and slow[1] == ([
+        f"warning: {path}: cluster.nvlink_latency_ns changes nothing here: it is read only by messages the "
+        f"network plays one by one (pipeline sends, all-to-alls), and none of this job's crosses NVLink (each "
+        f"pipeline send leaves its node on its own rail)"] if args == SMALL_GPT_ARGS else [])
     assert slow[0] != plain[0]
 
 

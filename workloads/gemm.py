@@ -276,6 +276,6 @@ def main(argv: list[str]) -> int:
     for layer, cyc in zip(workload.layers, workload.cycles, strict=True):
         print(f"{layer.name}: forward {cyc['fwd']}, input gradient {cyc['ig']}, weight gradient {cyc['wg']} cycles")
     shown = paths[0] if len(paths) == 1 else f"{paths[0]} and {args.output}.{{0..{args.num_npus - 1}}}.et"
-    print(f"wrote {shown} ({args.parallel}, {len(workload.layers)} layers, {array.rows}x{array.cols} "
+    print(f"wrote {shown} ({args.parallel}, {len(workload.layers)} layer{'' if len(workload.layers) == 1 else 's'}, {array.rows}x{array.cols} "
           f"{array.dataflow})")
     return 0

@@ -98,6 +98,9 @@ class WorkloadLayout:
     #: reduce-scatter or all-gather (a cluster's analytical backend times those by NCCL's
     #: model). True where not known
     plays_messages: bool = True
+    #: the (sender, receiver) ranks of every message the network plays one by one, where the
+    #: generator lists them (None: not listed, so every route's latency is taken as read)
+    played_pairs: tuple[tuple[int, int], ...] | None = None
     #: the job issues an all-gather or a reduce-scatter (NCCL runs PAT for them on a group of one
     #: GPU a node, reading every fitted share); False: it issues neither. True where not known
     gathers: bool = True

@@ -158,8 +158,8 @@ def parse_text_workload(path: str) -> TextWorkload:
     if not layers:
         raise InputError(f"{path}: no layer lines after the two header lines")
     if declared != len(layers):  # Chakra's converter reads `declared` lines: the rest is lost or missing
-        raise InputError(f"{path}:2: the header says {declared} layers but {len(layers)} layer lines "
-                         f"follow; make the number on line 2 match the layer lines")
+        raise InputError(f"{path}:2: the header says {declared} layer{'' if declared == 1 else 's'} but "
+                         f"{len(layers)} layer line{' follows' if len(layers) == 1 else 's follow'}; make the number on line 2 match the layer lines")
     if last_bottom is not None and not 0 <= last_bottom < len(layers):
         raise InputError(f"{path}:1: last bottom layer {last_bottom} is not a layer index (0..{len(layers) - 1})")
     return TextWorkload(path, text, parallelism, declared, last_bottom, layers)
@@ -341,7 +341,7 @@ def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int
         raise InputError(f"--num-passes must be >= 1 (got {num_passes})")
     if num_passes * len(workload.layers) > MAX_LAYER_PASSES:  # each is ~6 nodes on every NPU
         raise InputError(f"--num-passes (num_passes in a scenario): {num_passes} passes of "
-                         f"{len(workload.layers)} layers would build {num_passes * len(workload.layers):,} "
+                         f"{len(workload.layers)} layer{'' if len(workload.layers) == 1 else 's'} would build {num_passes * len(workload.layers):,} "
                          f"layer instances per NPU; at most {MAX_LAYER_PASSES:,} fit in memory")
     if num_dims is not None and not 1 <= num_dims <= MAX_DIMS:  # [True] * 10^9 a collective filled the memory
         raise InputError(f"--num-dims must be from 1 to {MAX_DIMS} (got {num_dims}): each dimension of a network "
@@ -408,5 +408,5 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     workload = write_text_ets(args.input, args.output, args.num_npus, args.num_passes, args.num_dims)
     print(f"wrote {args.output}.{{0..{args.num_npus - 1}}}.et ({workload.parallelism}, "
-          f"{len(workload.layers)} layers, {args.num_passes} pass(es))")
+          f"{len(workload.layers)} layer{'' if len(workload.layers) == 1 else 's'}, {args.num_passes} pass(es))")
     return 0

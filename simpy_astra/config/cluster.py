@@ -290,6 +290,12 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             check_nccl_algo(scoped["nccl_latency_scale_algo"], f"{source}.nccl_latency_scale_algo", "the algorithm "
                             "nccl_latency_scale was fitted on", "for every algorithm", ALGORITHMS)
             node["nccl_latency_scale_algo"] = scoped["nccl_latency_scale_algo"]
+    if "nccl_latency_scale_algo" in node and "nccl_latency_scale" not in value and "nccl_latency_scale" not in preset_node:
+        # the scale is then NODE_DEFAULTS' 1, NCCL's own latencies, whatever algorithm it names
+        source = where if "nccl_latency_scale_algo" in value else f"{path}: node"
+        raise InputError(f"{source}.nccl_latency_scale_algo: names the algorithm nccl_latency_scale was fitted on, "
+                         f"but no nccl_latency_scale is given (1: NCCL's own latencies), so it would change "
+                         f"nothing; give nccl_latency_scale or remove nccl_latency_scale_algo")
     algo = value.get("nccl_algo")
     check_nccl_algo(algo, f"{where}.nccl_algo")
     if algo == "nvls" and not nvls:  # NCCL stops at its first collective, as at an all-reduce of one GPU a node

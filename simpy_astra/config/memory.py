@@ -59,6 +59,16 @@ class RemoteMemoryConfig:
                 f"is {self.num_nodes} but {total_npus} NPUs with num-npus-per-node "
                 f"{self.num_npus_per_node} need {needed} nodes; raise num-nodes to {needed}",
             )
+        if self.num_nodes * self.num_npus_per_node != total_npus:  # a node with no NPU, or a node short
+            per_node, nodes = self.num_npus_per_node, self.num_nodes
+            fix = (f"lower num-nodes to {needed}" if total_npus % per_node == 0 else
+                   f"make num-npus-per-node divide the {total_npus} NPUs")
+            raise InputError.at(
+                self.source,
+                "num-nodes",
+                f"is {nodes} with num-npus-per-node {per_node}: {nodes * per_node} NPUs, but the network has "
+                f"{total_npus}; {fix} (num-nodes x num-npus-per-node = the NPUs)",
+            )
 
 
 def load_remote_memory_json(path: PathLike) -> RemoteMemoryConfig:
@@ -75,7 +85,10 @@ def load_remote_memory_json(path: PathLike) -> RemoteMemoryConfig:
 def remote_memory_from_mapping(j: Any, src: str) -> RemoteMemoryConfig:
     """A remote-memory JSON's object (from a file, or inline in a scenario); errors name ``src``."""
     j = require_mapping(j, src, "remote-memory config", "memory-type: NO_MEMORY_EXPANSION")
-    refuse_another_kind(j, src, "remote-memory JSON")  # no key is required: it ran as NO_MEMORY_EXPANSION
+    refuse_another_kind(j, src, "remote-memory JSON")
+    if not j:  # ASTRA-sim leaves memory-type unset (undefined); it ran here as NO_MEMORY_EXPANSION, unsaid
+        raise InputError(f"{src}: is empty; write memory-type (NO_MEMORY_EXPANSION for no remote memory), or leave "
+                         f"it out")
     kw: dict[str, Any] = {"source": src}
     memory_type = RemoteMemoryConfig.memory_type
     if "memory-type" in j:

@@ -143,7 +143,7 @@ def _four_lists(data: dict, src: str) -> dict[str, list[Any]]:
             raise InputError.at(
                 src,
                 key,
-                f"has {len(lists[key])} entries but topology has {dims}; all four lists "
+                f"has {len(lists[key])} entr{'y' if len(lists[key]) == 1 else 'ies'} but topology has {dims}; all four lists "
                 f"need one entry per dimension",
             )
     return lists

@@ -188,8 +188,9 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         refuse_unplayed_algorithms(system, cluster.system_mapping(prepared and prepared.layout().blocks), chosen,
                                    net.nccl)
     if net.nccl is not None and prepared is not None:  # a custom collective of the system plays its messages
-        unknown += unplayed_latencies(cluster, doc["cluster"], chosen,
-                                      prepared.layout().plays_messages or plays_custom_collectives(system))
+        custom, layout = plays_custom_collectives(system), prepared.layout()
+        unknown += unplayed_latencies(cluster, doc["cluster"], chosen, layout.plays_messages or custom,
+                                      None if custom else layout.played_pairs)
     workload, groups, info = read_workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
                                            groups, checking)
     if cluster is not None and prepared is not None and not system.roofline_enabled:

@@ -139,23 +139,46 @@ def unused_algorithm_shares(cluster: Cluster, written: Iterable[str], gathers: b
             for key, (reads, why) in _unused_shares(cluster, written, gathers, on_every_rank).items()]
 
 
-def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:
+#: the kind of link each latency is of (:meth:`Rails.links_crossed`)
+LATENCY_LINKS = {"nvlink_latency_ns": "nvlink", "inter_node_latency_ns": "rail"}
+
+
+def _played(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool,
+            pairs: Iterable[tuple[int, int]] | None) -> dict[str, str]:
+    """Each route latency ``written`` that no message the network plays reads -> why."""
+    if not BACKENDS[backend].times_nccl:
+        return {}
+    idle = set(cluster.idle_key_names(written))
+    keys = [key for key in LATENCY_KEYS if key in written and key not in idle]
+    if not plays_messages:
+        return dict.fromkeys(keys, "this job sends none (NCCL's model times its all-reduces, reduce-scatters "
+                                   "and all-gathers)")
+    if pairs is None:
+        return {}
+    crossed = cluster.rails().links_crossed(pairs)
+    return {key: ("none of this job's crosses NVLink (each pipeline send leaves its node on its own rail)"
+                  if LATENCY_LINKS[key] == "nvlink" else "none of this job's leaves its node")
+            for key in keys if LATENCY_LINKS[key] not in crossed}
+
+
+def unplayed_latency_keys(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool,
+                          pairs: Iterable[tuple[int, int]] | None = None) -> list[str]:
     """Each route latency ``written`` that a job on the preset's own machine never reads: only a
     message the network plays (a pipeline send, an all-to-all) reads it, and on a backend that
     times collectives by NCCL's model (whose latencies are its own) a job that sends none
     (``WorkloadLayout.plays_messages``) runs the same step without it (on the preset's system:
     a scenario's own may play a collective by its own algorithm). The keys a size already
-    leaves idle (:meth:`Cluster.idle_key_names`) are not named twice."""
-    if plays_messages or not BACKENDS[backend].times_nccl:
-        return []
-    idle = set(cluster.idle_key_names(written))
-    return [key for key in LATENCY_KEYS if key in written and key not in idle]
+    leaves idle (:meth:`Cluster.idle_key_names`) are not named twice. ``pairs``: the
+    (sender, receiver) ranks of the messages it plays, where known: a latency of links none of
+    them crosses is not read either (an NVLink latency where every pipeline send leaves its node
+    on its own rail)."""
+    return list(_played(cluster, written, backend, plays_messages, pairs))
 
 
-def unplayed_latencies(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool) -> list[str]:
+def unplayed_latencies(cluster: Cluster, written: Iterable[str], backend: str, plays_messages: bool,
+                       pairs: Iterable[tuple[int, int]] | None = None) -> list[str]:
     """A line for each of :func:`unplayed_latency_keys`. Said, not refused: a calibrated cluster
     keeps its latencies, and a sweep over ``pp`` gives them to every point."""
     return [f"{cluster.where}.{key} changes nothing here: it is read only by messages the network plays one "
-            f"by one (pipeline sends, all-to-alls), and this job sends none (NCCL's model times its "
-            f"all-reduces, reduce-scatters and all-gathers)"
-            for key in unplayed_latency_keys(cluster, written, backend, plays_messages)]
+            f"by one (pipeline sends, all-to-alls), and {why}"
+            for key, why in _played(cluster, written, backend, plays_messages, pairs).items()]

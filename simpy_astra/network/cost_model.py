@@ -228,7 +228,7 @@ def tiers_for(net, prices: CostPrices | None = None) -> tuple[str, ...]:
     net = machine(net)
     tiers = (prices.tiers if prices is not None else None) or default_tiers(net.num_dims)
     if len(tiers) != net.num_dims:
-        raise CostSpecError("cost.tiers", f"has {len(tiers)} entries but the network has {net.num_dims} "
+        raise CostSpecError("cost.tiers", f"has {len(tiers)} entr{'y' if len(tiers) == 1 else 'ies'} but the network has {net.num_dims} "
                                           f"dimension(s); give one tier per dimension")
     return tiers
 

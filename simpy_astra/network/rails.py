@@ -60,6 +60,21 @@ class Rails:
         latency = 2 * self.rail_latency_ns + (2 * self.nvlink_latency_ns if local_a != local_b else 0.0)
         return latency, self.rail_gbps_between(node_a, node_b)
 
+    def links_crossed(self, pairs) -> set[str]:
+        """Which kinds of link (``nvlink``, ``rail``) the routes of ``pairs`` (sender, receiver)
+        cross, and so whose latencies they read (:meth:`profile`'s rule)."""
+        crossed: set[str] = set()
+        per_node = self.gpus_per_node
+        for src, dst in pairs:
+            node_a, local_a = divmod(src, per_node)
+            node_b, local_b = divmod(dst, per_node)
+            crossed.add("nvlink" if node_a == node_b else "rail")
+            if node_a != node_b and local_a != local_b:
+                crossed.add("nvlink")
+            if len(crossed) == 2:
+                break
+        return crossed
+
     def rail_gbps_between(self, node_a: int, node_b: int) -> float:
         """A rail's bandwidth between two nodes: the leaf's, or the spine's share past it."""
         if node_a // self.nodes_per_leaf == node_b // self.nodes_per_leaf:

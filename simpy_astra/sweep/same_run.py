@@ -232,6 +232,16 @@ def _job(scenario: dict[str, Any]) -> Any:
         return None
 
 
+def _played_pairs(scenario: dict[str, Any], job: Any) -> tuple[tuple[int, int], ...] | None:
+    """The (sender, receiver) ranks of the messages the Megatron ``job`` plays (None: not
+    listed, or a system of the scenario's own, which may play a collective as messages)."""
+    if job is None or "system" in scenario or not job.plays_messages:
+        return None
+    from simpy_astra.workloads.megatron.rank_layout import Layout
+
+    return Layout.played_pairs(job)
+
+
 def _job_reads(scenario: dict[str, Any], job: Any) -> tuple[bool, bool, bool]:
     """Whether the run of ``scenario`` plays a message one by one (its job's, or a custom
     collective of its own system), whether its job gathers (an all-gather or reduce-scatter),
@@ -288,14 +298,16 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
         return None
     context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
                megatron_args_of(scenario) is not None, *_job_reads(scenario, job))
-    text = json.dumps([cluster, context], sort_keys=True, default=str)
+    # (the played pairs are set by the rank grid: its sizes key them, listed only when first read)
+    grid = None if job is None else (job.tp, job.cp, job.dp, job.pp, job.pp_before_dp)
+    text = json.dumps([cluster, context, grid], sort_keys=True, default=str)
     if text not in reads:
-        reads[text] = _read_cluster(cluster, context)
+        reads[text] = _read_cluster(cluster, context, _played_pairs(scenario, job))
     return reads[text]
 
 
-def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool, bool, bool]
-                  ) -> ClusterRead | None:
+def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool, bool, bool],
+                  pairs: tuple[tuple[int, int], ...] | None = None) -> ClusterRead | None:
     from simpy_astra.config.cluster import load_cluster
     from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import (
@@ -320,8 +332,9 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     shares = unused_share_keys(loaded, loaded.node, *gathers)
     why.update({key: f"where {said}" for key, said in shares.items()})
     if not user_network:  # (a network's own: its latencies are refused above)
-        why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages),
-                                 "where the job sends no message the network plays"))
+        why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages, pairs),
+                                 "where no message the network plays crosses its links" if plays_messages
+                                 else "where the job sends no message the network plays"))
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
               "node": _numbers({k: v for k, v in loaded.node.items() if k not in why}),
               "nccl_algo": loaded.nccl_algo, "nvls": loaded.nvls}

@@ -208,6 +208,7 @@ def layout(run: MegatronRun) -> WorkloadLayout:
     return WorkloadLayout(ranks=run.job.gpus, blocks=Layout.blocks(run.job),
                           dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()},
                           warnings=run.job.warnings, plays_messages=run.job.plays_messages,
+                          played_pairs=Layout.played_pairs(run.job) if run.job.plays_messages else (),
                           gathers=run.job.gathers)
 
 

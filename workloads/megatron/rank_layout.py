@@ -83,6 +83,25 @@ class Layout:
             return [job.tp, job.cp, job.pp, job.dp]
         return [job.tp, job.cp, job.ep, job.dp // job.ep, job.pp]
 
+    @staticmethod
+    def played_pairs(job: MegatronJob) -> tuple[tuple[int, int], ...] | None:
+        """The (sender, receiver) ranks of every message the network plays one by one: the
+        pipeline's sends to the next stage (the last stage's to the first too, for a model chunk's
+        next), one pair per rank: no per-message cost (a send back crosses the same links, so it
+        is not listed). None where the job also plays an all-to-all (its pairs are not listed
+        here: every route is taken as read)."""
+        if job.ep > 1 and job.moe_alltoall or job.cp > 1 and any(k in ("a2a", "a2a+p2p") for k in job.cp_comm_types):
+            return None
+        stride = job.tp * job.cp * (1 if job.pp_before_dp else job.dp)
+        period = stride * job.pp  # (tp-cp-pp-dp: a replica's ranks; else every rank)
+        pairs = []
+        for rank in range(job.gpus):
+            stage = rank % period // stride
+            after = rank + stride if stage < job.pp - 1 else rank - stride * (job.pp - 1)
+            if after != rank:
+                pairs.append((rank, after))
+        return tuple(pairs)
+
     def stage_stride(self) -> int:
         """How many ranks apart a GPU's neighbours in the next and the previous stage are."""
         return self.sizes["tp"] * self.sizes["cp"] * (1 if self.pp_before_dp else self.sizes["dp"])
