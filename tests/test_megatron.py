@@ -878,15 +878,31 @@ def test_recomputation_reruns_what_korthikanti_says():
         return [(getattr(x, "seconds", None), getattr(x, "size_bytes", None)) for x in steps
                 if isinstance(x, Compute | Collective)]
 
-    assert kernels(full.recompute(layer, False)) == kernels(full.forward(layer, False, False))
+    assert kernels(full.recompute(layer)) == kernels(full.forward(layer, False, False))
     sel = ChunkModel(parse(KORTHIKANTI_22B + " --recompute-activations", 8), gpu)
     b, heads, s, d = 4, 64 // 8, 2048, 6144 // 64
     scores = b * heads * s * s
     by_hand = (gemm_seconds(gpu, s, s, d, b * heads) + streaming_seconds(gpu, scores * 4)
                + streaming_seconds(gpu, scores * 5) + gemm_seconds(gpu, s, d, s, b * heads)
                + streaming_seconds(gpu, b * s * heads * d * 4))  # and the context's transpose
-    recomputed = sel.recompute(layer, False)
+    recomputed = sel.recompute(layer)
     assert len(recomputed) == 1 and recomputed[0].total_s == pytest.approx(by_hand)
+
+
+def test_full_recomputation_reruns_the_layers_and_not_the_embedding():
+    """Megatron checkpoints inside the transformer block (Megatron-LM's ``ParallelTransformer
+    ._checkpointed_forward`` since 2022-05, Megatron-Core's ``TransformerBlock``): the
+    embedding before it runs once a micro-batch. On the first stage at tp 2 its all-reduce
+    (the vocabulary-parallel gather summed) is in each forward and in no backward; it was
+    rerun before each backward's layers."""
+    from simpy_astra.workloads.megatron.schedule import StageSchedule
+
+    job = parse(DP + " --tensor-model-parallel-size 2 --recompute-granularity full "
+                "--recompute-method uniform --recompute-num-layers 1", 2)
+    stage = StageSchedule(job, TOY, 0)
+    stage.build()
+    names = [op.name for op in stage.g.ops if op.name.endswith("embedding.allreduce")]
+    assert names == ["F0.c0.2.embedding.allreduce", "F1.c0.2.embedding.allreduce"]
 
 
 def test_sequence_parallelism_saves_what_korthikanti_measured_a_layer(tmp_path):

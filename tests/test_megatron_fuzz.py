@@ -110,7 +110,7 @@ def test_random_kernel_choices_give_finite_layer_times():
             refused += 1
             continue
         model, moe = ChunkModel(job, gpu), job.chunk_kinds(0, 0)[:1]
-        steps = model.forward(moe, True, False) + model.recompute(moe, True) + model.backward(moe, True, False)
+        steps = model.forward(moe, True, False) + model.recompute(moe) + model.backward(moe, True, False)
         for step in steps:
             if isinstance(step, Compute):
                 assert step.kernels >= 1 and all(math.isfinite(s) and s >= 0 for s in step.seconds.values()), \

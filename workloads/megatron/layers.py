@@ -110,14 +110,15 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
             self.loss_forward(b)
         return b.done("forward")
 
-    def recompute(self, layers: Sequence[LayerKind], first: bool) -> list[Step]:
+    def recompute(self, layers: Sequence[LayerKind]) -> list[Step]:
         """What the backward recomputes before it runs: the ``layers`` whole (full
-        recomputation), or the attention core of each (selective)."""
+        recomputation), or the attention core of each (selective). Never the embedding:
+        Megatron checkpoints inside the transformer block (``ParallelTransformer``,
+        Megatron-Core's ``TransformerBlock._checkpointed_forward``), whose input the
+        embedding computed once."""
         b = _Builder()
         job = self.job
         if job.recompute == "full":
-            if first:
-                self.embedding_forward(b)
             for i, layer in enumerate(layers):
                 unit_starts = job.recompute_method == "block" or i % max(1, job.recompute_layers) == 0
                 if job.distribute_saved_activations and unit_starts:  # the unit's input, kept as 1/tp

@@ -351,7 +351,7 @@ class StageSchedule:
                 self.cache[key] = self.model.forward(layers, first, last)
                 return self.cache[key]
             recomputed = layers if job.recompute_method == "uniform" else layers[:job.recompute_layers]
-            again = self.model.recompute(recomputed, first)
+            again = self.model.recompute(recomputed)
             if kind is Kind.BACKWARD:
                 self.cache[key] = again + self.model.backward(layers, first, last)
             else:  # the input gradient needs what is recomputed; the weight gradient runs later
