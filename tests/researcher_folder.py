@@ -17,9 +17,10 @@ def researcher_folder(folder: Path, monkeypatch, modules: dict[str, str]) -> Ite
     from simpy_astra.network import models
     from simpy_astra.network.backends import BACKENDS
     from simpy_astra.workloads import generated
+    from simpy_astra.workloads.schedules import registry as schedules
 
     registries = (BACKENDS, generated.GENERATORS, collectives.REGISTRY, topologies.REGISTRY, models.LINKS,
-                  models.SWITCHES)
+                  models.SWITCHES, schedules.SCHEDULES)
     before = [set(registry) for registry in registries]
     for name, source in modules.items():
         sys.modules.pop(name, None)
