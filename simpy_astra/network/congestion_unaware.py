@@ -19,7 +19,7 @@ from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.fabric import DeviceId, Fabric
 from simpy_astra.network.faults import WithoutLinks
 from simpy_astra.network.messages import Handler, MessageBoard
-from simpy_astra.plugins import bad_return
+from simpy_astra.plugins import bad_return, users_method
 from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class CongestionUnawareNetwork(WithoutLinks):
         self._user_dims = any(getattr(t, "checks_answers", False) for t in dims)
         #: a backend of the user's times messages: its whole-ns ints are held to the horizon too
         #: (ours may pass it: a run that would end past it is then named by its sizes and speeds)
-        self._users_delays = not type(self).message_delay_ns.__module__.startswith("simpy_astra.")
+        self._users_delays = users_method(type(self), "message_delay_ns")
         self._arrive_after = self.board.schedule_arrival
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
