@@ -174,10 +174,13 @@ def _entered(frame: Any) -> str:
     return f"{model_kind(owner)} '{class_name(type(owner))}', method {frame.f_code.co_name}()"
 
 
-def is_ours(cls: type) -> bool:
-    """Whether ``cls`` is one of simpy-astra's own classes (held to its contract by the
-    project's tests), not a user's plug-in, whose calls are checked and may raise."""
-    return cls.__module__.startswith("simpy_astra.")
+def is_ours(obj: Any) -> bool:
+    """Whether ``obj`` (a class, function or method) is simpy-astra's own code, held to its
+    contract by the project's tests, not a user's plug-in, whose calls are checked and may
+    raise. The one rule every "is this theirs?" asks: by the module that defined it (one
+    without a module, a builtin's bound method, counts as theirs: it is checked)."""
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and module.startswith("simpy_astra.")
 
 
 def class_name(cls: type) -> str:
@@ -214,8 +217,10 @@ def serving_loop(element: Any) -> Any:
 
 def users_method(cls: type, name: str) -> bool:
     """``cls.name`` is the user's own code (a method their class defines), not one of ours it
-    inherits (a user's subclass of a built-in model keeps our checked methods as they are)."""
-    return not getattr(getattr(cls, name, None), "__module__", "simpy_astra.").startswith("simpy_astra.")
+    inherits (a user's subclass of a built-in model keeps our checked methods as they are):
+    :func:`is_ours` of the method, where ``cls`` has one."""
+    method = getattr(cls, name, None)
+    return method is not None and not is_ours(method)
 
 
 def _instants_pass(element: Any, loop: Any) -> Any:

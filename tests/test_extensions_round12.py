@@ -93,11 +93,13 @@ def test_a_callback_that_cannot_take_an_observation_is_refused_by_on(callback, t
 @pytest.mark.parametrize("callback, told", [
     (lambda link, key: None, "<lambda>(link, key) cannot be called as fn(link, key, size_bytes)"),
     (lambda *a: (yield a), "<lambda> is a generator function"),
+    ([].append, "list.append(object, /) cannot be called as fn(link, key, size_bytes)"),
 ])
 def test_a_watcher_that_cannot_take_the_points_arguments_is_refused_by_watch(callback, told):
     """docs/cosimulation.md: ``link.watch("link_start", fn)`` calls ``fn(link, key,
     size_bytes)``. A watcher of two parameters failed mid-run inside the link's code; one with
-    a ``yield`` was never run. Both are refused by ``watch()`` itself."""
+    a ``yield`` was never run. Both are refused by ``watch()`` itself; so is a builtin's bound
+    method, whose module is None (watch() asked None.startswith: AttributeError)."""
     from simpy_astra.simulation import Simulation
 
     sim = Simulation.from_scenario(str(COSIM_RING))
