@@ -31,7 +31,7 @@ from simpy_astra.calibration.inputs import load_network
 from simpy_astra.calibration.nccl_algorithms import fit_log, parse_range
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
-from simpy_astra.engine.nccl_tuning import Links, Shape, channels, choose, predict_us, tree_chunk_bytes
+from simpy_astra.engine.nccl_tuning import Links, Shape, channels, choose, latency_us, predict_us, tree_chunk_bytes
 from simpy_astra.errors import InputError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "nccl")
@@ -428,3 +428,15 @@ def test_an_all_reduces_group_is_every_npu_its_rings_reach_and_one_tuple_for_all
     strided = (1, 5, 9, 13)
     ring = LogicalDim(strided, 2, local=True)
     assert timing.group(9, [ring], [True]) == strided
+
+
+def test_one_gpu_a_node_takes_the_trees_network_hop():
+    """tuning.cc (2.23 on): "With ppn=1 latencies are fully exposed, use the Tree network
+    latency". A 4-node all-reduce at one GPU a node: the ring's LL 6.6 + 2 x 3 x 5.0 = 36.6 us
+    (not its own 2.7 us hop: 22.8), LL128 14 + 6 x 8.5 = 65.0, Simple 8.4 + 6 x 14 = 92.4 (x 1.4,
+    its plateau); at two GPUs a node the ring keeps its own hops: LL 6.6 + 6 x 2.7 + 8 x 1.0 =
+    30.8 us (2 (8 - 1) steps, 6 over the network, the others at NCCL's net overhead)."""
+    one, two = Shape(4, 4, 1), Shape(8, 4, 1)
+    assert [latency_us(one, "ring", p) for p in range(3)] == pytest.approx([36.6, 65.0, 92.4 * 1.4])
+    assert latency_us(two, "ring", 0) == pytest.approx(30.8)
+    assert latency_us(one, "tree", 1) == pytest.approx(14.0 + 2 * 2 * 8.5)

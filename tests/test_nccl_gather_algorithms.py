@@ -14,6 +14,7 @@ no algorithm and NCCL (2.24 on: no fall back to the ring) stops; so does a run.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -22,7 +23,7 @@ import yaml
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
-from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, predict_us, protocol
+from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, nccl_estimate_us, predict_us, protocol
 from simpy_astra.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,14 +64,17 @@ def ring_gather_by_hand(node: dict, n: int, m: int, k: int, buffer: int) -> tupl
     the others on NVLink (3.4 / 1.9 / 0.6, at
     least 3 / 1 / 1 us across nodes); bus bandwidth min(NVLink, k rails), LL128 0.92 of it (cap
     32 x 36.7 on Hopper, 32 x 20 before), LL half (cap 20.4 GB/s past two nodes, 39 on two, 141
-    in a Hopper node, 87.7 in an Ampere one); x n / (n - 1). No plateau: that is the all-reduce's."""
+    in a Hopper node, 87.7 in an Ampere one); x n / (n - 1). No plateau: that is the all-reduce's.
+    At one GPU a node (``n == m``) each network hop is the tree's (tuning.cc 2.23 on: 14 / 8.5 /
+    5.0 us)."""
     nvlink, rail = _rates(node)
+    tree_net = n == m
     bus = nvlink if m == 1 else min(nvlink, k * rail)
     hopper = node.get("nvls", False)
     ll_max = (141.0 if hopper else 87.7) if m == 1 else 39.0 if m == 2 else 20.4
     terms = {"Simple": (8.4, 3.4, 3.0, 14.0, bus),
-             "LL128": (14.0, 1.9, 1.0, 4.0, min(0.92 * bus, 32 * (36.7 if hopper else 20.0))),
-             "LL": (6.6, 0.6, 1.0, 2.7, min(0.5 * bus, ll_max))}
+             "LL128": (14.0, 1.9, 1.0, 8.5 if tree_net else 4.0, min(0.92 * bus, 32 * (36.7 if hopper else 20.0))),
+             "LL": (6.6, 0.6, 1.0, 5.0 if tree_net else 2.7, min(0.5 * bus, ll_max))}
     estimates, simple_lat = {}, 0.0
     for proto, (base, nvl, overhead, net, bw) in terms.items():
         lat = base + (n - 1 - (m - 1)) * (max(nvl, overhead) if m > 1 else nvl) + (m - 1) * net
@@ -143,17 +147,21 @@ def test_nvls_in_a_node_of_2_and_4_h100_nodes_by_hand(nodes, kind):
 
 def test_nccl_choice_pat_small_ring_large_at_one_gpu_a_node():
     """The data-parallel group of tp 8 on 48 H100 nodes (one GPU a node; Megatron-Core's 32B
-    row): at 4 MiB NCCL's estimate is least for PAT, 8 + 5 x 14 / 3.5 + 48 x 2.8 = 162.4 us at
-    0.75 x 47 GB/s, against the ring's LL128 (14 + 47 x 4.0 = 202 us, 0.92 x 47 x 48/47 GB/s),
-    LL (133.5 us, 20.4 x 48/47) and Simple (666.4 us, 47 x 48/47); at 1 GiB the ring's Simple;
-    at 64 KiB the ring's LL. Timed with the preset's call cost and fill and, PAT being in no
-    log, the mean of the machine's fitted shares. ``nccl_algo: ring`` runs the ring at 4 MiB."""
+    row). At one GPU a node NCCL's estimate (tuning.cc, 2.23 on) takes the tree's network hop
+    for every algorithm: the ring's LL 6.6 + 47 x 5.0 = 241.6 us, LL128 14 + 47 x 8.5 = 413.5,
+    Simple 8.4 + 47 x 14 = 666.4, PAT 8 + 5 x 14 / 3.5 + 48 x 2.8 = 162.4 us at 0.75 x 47 GB/s
+    (its tree graph's bwInter past two nodes). So PAT from the smallest buffers (64 KiB: 164.3
+    us against LL's 244.7), the ring's LL128 at 64 MiB (1,933 us against PAT's 2,066 and
+    Simple's 2,064), Simple at 1 GiB. Timed with the preset's call cost and fill and, PAT being
+    in no log, the mean of the machine's fitted shares. ``nccl_algo: ring`` runs the ring's LL
+    at 4 MiB (241.6 + 201.3 us, against LL128's 508.5)."""
     node = _node()
     _, rail = _rates(node)
     members = tuple(range(0, 384, 8))
     timing = _timing(384)
     share = (node["nccl_nvls_efficiency"]) ** (1 / 3)  # ring 1, tree 1, nvls 1.0216
-    for size, expect in ((64 * 1024, ("ring", "LL")), (4 * MIB, ("pat", "Simple")), (GIB, ("ring", "Simple"))):
+    for size, expect in ((64 * 1024, ("pat", "Simple")), (4 * MIB, ("pat", "Simple")),
+                         (64 * MIB, ("ring", "LL128")), (GIB, ("ring", "Simple"))):
         ring = ring_gather_by_hand(node, 48, 48, 1, size)[0]
         pat = 8 + 5 * 14 / 3.5 + 48 * 2.8 + size / (0.75 * rail * 1e3)
         assert min([(("pat", "Simple"), pat)] + [(("ring", p), t) for p, t in ring.items()],
@@ -165,8 +173,25 @@ def test_nccl_choice_pat_small_ring_large_at_one_gpu_a_node():
         1000 * _on_machine_us(node, 162.4, 4 * MIB, 0.75 * rail * share, "pat"), rel=1e-3)
     assert timing.duration_ns(members, GIB // 48, AG) == pytest.approx(
         1000 * ring_gather_by_hand(node, 48, 48, 1, GIB // 48 * 48)[1], rel=1e-3)
-    ring_ll128 = 1000 * (node["nccl_launch_us"] + 202 + 4 * MIB / (0.92 * rail * 48 / 47 * 1e3))
-    assert _timing(384, nccl_algo="ring").duration_ns(members, 4 * MIB, RS) == pytest.approx(ring_ll128, rel=1e-3)
+    ring_ll = 1000 * (node["nccl_launch_us"] + 241.6 + 4 * MIB / (20.4 * 48 / 47 * 1e3))
+    assert _timing(384, nccl_algo="ring").duration_ns(members, 4 * MIB, RS) == pytest.approx(ring_ll, rel=1e-3)
+
+
+def test_pat_bandwidth_by_group_shape():
+    """PAT runs on NCCL's tree graph (init.cc), whose bandwidth tuning.cc reads as bwIntra on two
+    nodes and bwInter past them; at one GPU a node search.cc raises bwIntra to twice bwInter
+    (no NVLink on the path), as for the tree. So PAT's estimate of a 64 MiB all-gather on 2 H100
+    nodes is 8 + 1 x 14 / 3.5 + 2 x 2.8 = 17.6 us + 64 MiB / (0.75 x 2 x 47 GB/s), and on 4
+    nodes 8 + 2 x 14 / 3.5 + 4 x 2.8 = 27.2 us + 64 MiB / (0.75 x 47 GB/s)."""
+    node = _node()
+    _, rail = _rates(node)
+    timing = _timing(32)
+    for nodes, lat, graph_gb_s in ((2, 17.6, 2 * rail), (4, 27.2, rail)):
+        shape = timing.shape(tuple(range(0, 8 * nodes, 8)))
+        assert (shape.nodes, shape.per_node) == (nodes, 1)
+        assert 8 + int(math.log2(nodes)) * 14 / 3.5 + nodes * 2.8 == pytest.approx(lat)
+        want = lat + 64 * MIB / (0.75 * graph_gb_s * 1e3)
+        assert nccl_estimate_us(timing.links, shape, "pat", "Simple", 64 * MIB, AG) == pytest.approx(want, rel=1e-9)
 
 
 def _microbench(tmp_path, kind: str, algo: str) -> tuple[int, str]:

@@ -285,7 +285,7 @@ def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: 
     """The algorithm's bandwidth in bytes of the buffer per second (NCCL's bus bandwidth after
     its ratio), on the links' rates, at ``share`` of them (the NICs at ``spine`` of their rate:
     :func:`predict_us`); NVLS as NCCL's own estimate (:func:`_nvls_gb_s`); PAT 0.75 of its
-    graph's (NCCL's tree graph: one GPU a node, so its NIC)."""
+    graph's (NCCL's tree graph: one GPU a node, so its NIC, twice it on two nodes as the tree's)."""
     m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s * spine
     # NVLink bounds a path only where a node holds two or more of the group's ranks: at one a
@@ -293,11 +293,13 @@ def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: 
     nvlink_gb_s = links.nvlink_gb_s if shape.per_node > 1 else math.inf
     if algo == "ring":  # 2 (n-1)/n of the buffer (an all-reduce's) over the slowest link of the ring
         return share * _ratio(shape, algo, kind) * (nvlink_gb_s if m == 1 else min(nvlink_gb_s, net_gb_s))
+    # the tree's graph (PAT runs on it too): across nodes once each way on two nodes (tuning.cc
+    # reads its bwIntra, which search.cc raises to twice bwInter), twice past them (bwInter)
+    tree_graph_gb_s = min(nvlink_gb_s, math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1))
     if algo == "pat":
-        return share * PAT_SHARE * min(nvlink_gb_s, net_gb_s)
-    if algo == "tree":  # across nodes once each way on two nodes (NCCL: interBw x 2), twice past them
-        across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
-        bus = min(TREE_SHARE * min(nvlink_gb_s, across), _cap_gb_s(links, shape, "tree"))
+        return share * PAT_SHARE * tree_graph_gb_s
+    if algo == "tree":
+        bus = min(TREE_SHARE * tree_graph_gb_s, _cap_gb_s(links, shape, "tree"))
         return share * _ratio(shape, algo) * bus
     return _nvls_gb_s(links, shape, share, spine, kind)
 
@@ -329,10 +331,9 @@ def latency_us(shape: Shape, algo: str, p: int, kind: str = ALL_REDUCE) -> float
     """NCCL's latency of ``algo`` running ``kind`` with protocol ``p`` (the all-reduce ring's
     plateau on Simple across nodes included)."""
     n, m, k = shape.ranks, shape.nodes, shape.per_node
-    # (NCCL's estimate takes the tree's network latency for a group of one GPU a node; not kept:
-    # it makes Megatron's data-parallel groups under TP 8 pick Simple, whose pipeline fill
-    # calibrated on two 8-GPU nodes then overstates their time, docs/megatron.md)
-    intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US[algo][p]
+    # tuning.cc (2.23 on): at one GPU a node the latencies are fully exposed, so every
+    # algorithm's network hop is the tree's (the ring's LL 5.0 and LL128 8.5 us, not 2.7 and 4.0)
+    intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US["tree" if k == 1 else algo][p]
     base = BASE_LATENCY_US[algo][p]
     steps = 2 * (n - 1) if kind == ALL_REDUCE else n - 1
     if algo == "ring":
