@@ -31,7 +31,15 @@ from simpy_astra.calibration.inputs import load_network
 from simpy_astra.calibration.nccl_algorithms import fit_log, parse_range
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
-from simpy_astra.engine.nccl_tuning import Links, Shape, channels, choose, latency_us, predict_us, tree_chunk_bytes
+from simpy_astra.engine.nccl_tuning import (
+    Links,
+    Shape,
+    channels,
+    choose,
+    latency_us,
+    predict_us,
+    tree_chunk_bytes,
+)
 from simpy_astra.errors import InputError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "nccl")

@@ -23,7 +23,15 @@ import yaml
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
-from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, nccl_estimate_us, predict_us, protocol
+from simpy_astra.engine.nccl_tuning import (
+    Links,
+    Shape,
+    available,
+    choose,
+    nccl_estimate_us,
+    predict_us,
+    protocol,
+)
 from simpy_astra.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
