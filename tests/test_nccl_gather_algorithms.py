@@ -190,16 +190,22 @@ def test_pat_bandwidth_by_group_shape():
     nodes and bwInter past them; at one GPU a node search.cc raises bwIntra to twice bwInter
     (no NVLink on the path), as for the tree. So PAT's estimate of a 64 MiB all-gather on 2 H100
     nodes is 8 + 1 x 14 / 3.5 + 2 x 2.8 = 17.6 us + 64 MiB / (0.75 x 2 x 47 GB/s), and on 4
-    nodes 8 + 2 x 14 / 3.5 + 4 x 2.8 = 27.2 us + 64 MiB / (0.75 x 47 GB/s)."""
+    nodes 8 + 2 x 14 / 3.5 + 4 x 2.8 = 27.2 us + 64 MiB / (0.75 x 47 GB/s). Forced (``nccl_algo:
+    pat``), a reduce-scatter of it takes the same terms at the mean of the machine's shares,
+    with the call's cost."""
     node = _node()
     _, rail = _rates(node)
-    timing = _timing(32)
+    timing, forced = _timing(32), _timing(32, nccl_algo="pat")
+    share = (node["nccl_nvls_efficiency"]) ** (1 / 3)  # ring 1, tree 1, nvls 1.0216
     for nodes, lat, graph_gb_s in ((2, 17.6, 2 * rail), (4, 27.2, rail)):
-        shape = timing.shape(tuple(range(0, 8 * nodes, 8)))
+        members = tuple(range(0, 8 * nodes, 8))
+        shape = timing.shape(members)
         assert (shape.nodes, shape.per_node) == (nodes, 1)
         assert 8 + int(math.log2(nodes)) * 14 / 3.5 + nodes * 2.8 == pytest.approx(lat)
         want = lat + 64 * MIB / (0.75 * graph_gb_s * 1e3)
         assert nccl_estimate_us(timing.links, shape, "pat", "Simple", 64 * MIB, AG) == pytest.approx(want, rel=1e-9)
+        assert forced.duration_ns(members, 64 * MIB, RS) == pytest.approx(
+            1000 * _on_machine_us(node, lat, 64 * MIB, 0.75 * graph_gb_s * share, "pat"), rel=1e-3)
 
 
 def _microbench(tmp_path, kind: str, algo: str) -> tuple[int, str]:
