@@ -60,3 +60,26 @@ def test_a_sweeps_pictures_cost_the_same_at_any_number_of_points(monkeypatch, tm
     # every bar of 20 is labelled; of 2,000 at most 4,000 px / (7 pt at 100 dpi = 9.7 px) = 411
     assert few["time.png"][1] == 20
     assert 0 < many["time.png"][1] <= 40 * 100 // (7 * 100 / 72)
+
+
+def _bandwidth_sweep(tmp_path: Path, values: list[int]) -> str:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"name": "bw", "base": str(ROOT / "scenarios" / "default.yaml"),
+                                    "axes": {"network.bandwidth": values}, "minimise": "finish_ns"}))
+    return str(path)
+
+
+def test_a_resumed_sweeps_best_so_far_counts_the_rows_it_already_has(monkeypatch, tmp_path, capsys):
+    """Resumed with an axis widened, a sweep's progress said 'best so far' of the best new point
+    (here bandwidth=3), though results.csv already held a faster one (bandwidth=100) that the
+    summary then named best: the progress now starts from the rows it has."""
+    from simpy_astra.cli.sweep import main as sweep_main
+    from simpy_astra.sweep import runner
+
+    out = str(tmp_path / "out")
+    assert sweep_main([_bandwidth_sweep(tmp_path, [100]), "--out", out, "--jobs", "1", "--no-plots"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(runner, "PLAIN_POINT_LINES", 1)  # the tenths' lines, with their best so far
+    assert sweep_main([_bandwidth_sweep(tmp_path, [100, 1, 2, 3]), "--out", out, "--jobs", "1", "--no-plots"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "best so far" in line]
+    assert said and all("bandwidth=100:" in line for line in said), said
