@@ -83,3 +83,30 @@ def test_a_resumed_sweeps_best_so_far_counts_the_rows_it_already_has(monkeypatch
     assert sweep_main([_bandwidth_sweep(tmp_path, [100, 1, 2, 3]), "--out", out, "--jobs", "1", "--no-plots"]) == 0
     said = [line for line in capsys.readouterr().err.splitlines() if "best so far" in line]
     assert said and all("bandwidth=100:" in line for line in said), said
+
+
+def test_the_shipped_layout_sweeps_page_output_is_what_its_best_point_runs():
+    """docs/sweeps.md's output of megatron_layouts.yaml said 27,978,974,178 ns for its best point
+    (tp 8, pp 8, mb 2, full recomputation) after the model moved to 27,977,691,703 ns (no embedding
+    rerun under full recomputation): its table's first row and its best lines are held to that
+    point run as the sweep runs it (the whole sweep takes minutes, one point seconds)."""
+    import re
+
+    from simpy_astra.sweep.point import run_point
+
+    page = (ROOT / "docs" / "sweeps.md").read_text()
+    block = page[page.index("sweep megatron_layouts: "):]
+    block = block[:block.index("```")]
+    # the table's two halves, as the page joins them
+    row = re.search(r"^ 1  8   8   2   full +([\d,]+) +([\d.]+) +([\d.]+) +([\d.]+)  yes$", block, re.M)
+    best = re.search(r"^best: tp=8 pp=8 mb=2 recompute=full -> ([\d,]+) ns$", block, re.M)
+    assert row and best, "the page's output no longer names tp 8 pp 8 mb 2 full first"
+    spec = load_sweep(str(ROOT / "scenarios" / "sweeps" / "megatron_layouts.yaml"))
+    point = next(p for p in spec.points() if p.label == "tp=8 pp=8 mb=2 recompute=full")
+    figures = run_point(point.scenario, point.where(spec.path))
+    assert figures["status"] == "ok", figures["error"]
+    assert row.group(1) == best.group(1) == f"{figures['iteration_time_ns']:,}"
+    assert (row.group(2), row.group(3)) == (f"{figures['tflops_per_gpu']:.2f}", f"{figures['mfu']:.3f}")
+    assert row.group(4) == f"{figures['memory_per_gpu_gib']:.2f}"
+    line = f"  step {figures['iteration_time_ns'] / 1e9:.3f} s; per GPU {figures['tflops_per_gpu']:.1f} TFLOP/s"
+    assert line in block
