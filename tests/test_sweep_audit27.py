@@ -110,3 +110,18 @@ def test_the_shipped_layout_sweeps_page_output_is_what_its_best_point_runs():
     assert row.group(4) == f"{figures['memory_per_gpu_gib']:.2f}"
     line = f"  step {figures['iteration_time_ns'] / 1e9:.3f} s; per GPU {figures['tflops_per_gpu']:.1f} TFLOP/s"
     assert line in block
+
+
+def test_a_sweeps_answer_is_its_standard_output_as_runs_is(tmp_path, capsys):
+    """A sweep wrote nothing on stdout: `sweep ... > best.txt` kept an empty file, and its
+    answer came last on stderr, under the progress lines and both halves of the table. The best
+    lines are now its stdout (alone in a file; last on a terminal, as run's answer), and the
+    progress and table stay on stderr."""
+    from simpy_astra.cli.sweep import main as sweep_main
+
+    path = _bandwidth_sweep(tmp_path, [50, 100])
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("best: bandwidth=100 -> "), said
+    assert "best:" not in said.err and said.err.startswith("sweep bw: 2 points")
+    assert "\x1b" not in said.out and all(len(line) <= 80 for line in said.out.splitlines())

@@ -1,7 +1,8 @@
 """``simpy-astra sweep SWEEP.yaml --out DIR [--jobs N] [--cluster ADDRESS]``.
 
 Expands the sweep, runs the points not yet in DIR/results.csv (locally in parallel, or on a
-Dask cluster), then writes DIR/best.json, the plots and a summary table. See
+Dask cluster), then writes DIR/best.json, the plots, a summary table (stderr) and the best
+points, its answer (stdout, as ``run``'s). See
 ``simpy_astra/sweep/spec.py`` for the YAML.
 
 Exit status: 0 done; 2 a bad input (one ``error:`` line naming the file and field, before any
@@ -416,7 +417,9 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted)  # the answer first: the plots take a second or two more
+    # the answer on stdout, as run's (alone in a file; last on a terminal), before the plots' seconds
+    print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted, answer=Output(sys.stdout))
+    sys.stdout.flush()  # before the lines stderr adds below it
     skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
