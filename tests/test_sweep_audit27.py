@@ -125,3 +125,23 @@ def test_a_sweeps_answer_is_its_standard_output_as_runs_is(tmp_path, capsys):
     assert said.out.startswith("best: bandwidth=100 -> "), said
     assert "best:" not in said.err and said.err.startswith("sweep bw: 2 points")
     assert "\x1b" not in said.out and all(len(line) <= 80 for line in said.out.splitlines())
+
+
+def test_the_memory_picture_marks_the_layouts_that_do_not_fit_their_gpu(monkeypatch, tmp_path):
+    """megatron_layouts' memory.png drew its ten layouts that do not fit 80 GiB (up to 249 GiB)
+    as blue as the six that do, and no capacity: only a cap the sweep wrote was drawn. A
+    point's own fits and its GPU's capacity now mark it, as time_memory.png does."""
+    from matplotlib.colors import to_rgba
+
+    from simpy_astra.sweep import plots
+
+    drawn = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out_dir, name: drawn.setdefault(name, fig.axes[0]) and name)
+    done = _outcomes(3)
+    for o, gib in zip(done, (60.0, 120.0, 79.0), strict=True):
+        o.figures.update(peak_memory_gb=gib, memory_per_gpu_gib=gib, fits=int(gib <= 80))
+    plots.write_plots(_spec(tmp_path), done, str(tmp_path), {"k0"})
+    ax = drawn["memory.png"]
+    red = to_rgba("tab:red")
+    assert [tuple(c) == red for c in ax.collections[0].get_facecolors()] == [False, True, False]
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [80]  # the GPU's capacity

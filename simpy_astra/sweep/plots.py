@@ -127,10 +127,15 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
     memory = [o.figures["peak_memory_gb"] for o in ok]
     cap = memory_cap_gb(spec)
     if any(m is not None for m in memory):
-        colors = ["tab:red" if cap is not None and m is not None and m > cap else "tab:blue" for m in memory]
+        # over the sweep's cap, or too large for the point's own GPU (a Megatron point's fits)
+        colors = ["tab:red" if not o.fits or cap is not None and m is not None and m > cap else "tab:blue"
+                  for o, m in zip(ok, memory, strict=True)]
         _columns(ax, [m or 0 for m in memory], colors)
-        if cap is not None:
-            ax.axhline(cap, color="tab:red", linestyle="--", label=f"cap {cap:g} GB")
+        lines = [(cap, f"cap {cap:g} GB")] if cap is not None else []
+        lines += [(c, f"capacity {c:g} GiB") for c in _capacities(ok) if c != cap]
+        for at, label in lines:
+            ax.axhline(at, color="tab:red", linestyle="--", label=label)
+        if lines:
             ax.legend()
     else:
         ax.text(0.5, 0.5, "memory not tracked (set system.track-local-mem: true)",
@@ -145,6 +150,11 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
 def _memory_gib(o: Outcome) -> float | None:
     value = o.figures.get("memory_per_gpu_gib")
     return o.figures.get("peak_memory_gb") if value is None else value
+
+
+def _capacities(ok: list[Outcome]) -> list[float]:
+    """The memory of the points' GPUs (a Megatron point's cluster preset), each once."""
+    return sorted({o.figures["memory_capacity_gib"] for o in ok if o.figures.get("memory_capacity_gib")})
 
 
 def _time_ns(o: Outcome) -> float:
@@ -176,7 +186,7 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
                    color="tab:green", edgecolor="black", zorder=3, label="best (fits)")
         for o in winners:
             ax.annotate(" " + _label(o), (_memory_gib(o), _time_ns(o) / scale), fontsize=8)
-    caps = sorted({o.figures["memory_capacity_gib"] for o in shown if o.figures.get("memory_capacity_gib")})
+    caps = _capacities(shown)
     if not caps and memory_cap_gb(spec) is not None:
         caps = [memory_cap_gb(spec)]
     for cap in caps:
