@@ -417,9 +417,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    # the answer on stdout, as run's (alone in a file; last on a terminal), before the plots' seconds
     print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted, answer=Output(sys.stdout))
-    sys.stdout.flush()  # before the lines stderr adds below it
+    sys.stdout.flush()  # the answer (stdout, as run's) before the plots' seconds and stderr's lines below it
     skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
