@@ -145,3 +145,19 @@ def test_the_memory_picture_marks_the_layouts_that_do_not_fit_their_gpu(monkeypa
     red = to_rgba("tab:red")
     assert [tuple(c) == red for c in ax.collections[0].get_facecolors()] == [False, True, False]
     assert [line.get_ydata()[0] for line in ax.get_lines()] == [80]  # the GPU's capacity
+
+
+def test_a_progress_line_says_when_its_point_does_not_fit(tmp_path, capsys):
+    """In a pipe each finished point's line read 'hbm_gib=1: 36,844,283 ns', a layout too large
+    for its GPU as plain as one that fits (it is never named best, and the faster selective
+    layouts of megatron_layouts all read so); the line now says '(too large)', as the answer's
+    memory does."""
+    from simpy_astra.cli.sweep import main as sweep_main
+    from tests.scenario_files import megatron_sweep
+
+    path = megatron_sweep(tmp_path, {"cluster.gpu.hbm_gib": [1, 80]})
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    done = [line for line in capsys.readouterr().err.splitlines() if line.startswith("sweep: ")]
+    assert len(done) == 2, done
+    assert done[0].startswith("sweep: 1/2 done; hbm_gib=1: ") and done[0].endswith(" ns (too large)")
+    assert done[1].startswith("sweep: 2/2 done; hbm_gib=80: ") and done[1].endswith(" ns")

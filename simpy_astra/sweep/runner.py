@@ -191,7 +191,8 @@ def _label(point: Point, figures: dict[str, Any], score: Scorer | None = None) -
     coords = point.label
     if figures.get("status") != "ok":
         return Finished(coords, str(figures.get("status") or "error"), ok=False, terse=point.terse)
-    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True, terse=point.terse,
+    too_large = " (too large)" if figures.get("fits") == 0 else ""  # never named best: said as it finishes
+    return Finished(coords, f"{figures['finish_ns']:,} ns{too_large}", ok=True, terse=point.terse,
                     score=score(point, figures) if score else None)
 
 
