@@ -8,7 +8,7 @@ import shutil
 
 from simpy_astra.cli.main import main
 from simpy_astra.infra.horizon import HORIZON_NS
-from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, write_yaml
+from tests.scenario_files import DEFAULT, SCENARIOS, SMALL_GPT_ARGS, error_lines, megatron_sweep, write_yaml
 
 EXAMPLES = SCENARIOS.parent / "examples"
 
@@ -35,3 +35,19 @@ def test_a_job_started_too_late_is_told_the_start_its_last_npu_fits(tmp_path, ca
         f"{HORIZON_NS - runs_ns:,} ns")
     assert main(["run", _pipeline_job(tmp_path, HORIZON_NS - runs_ns), "--quiet"]) == 0
     assert main(["run", _pipeline_job(tmp_path, HORIZON_NS - runs_ns + 1), "--quiet"]) == 2
+
+
+MOE_ARGS = SMALL_GPT_ARGS + (" --num-experts 4 --moe-token-dispatcher-type alltoall --disable-bias-linear "
+                             "--sequence-parallel")
+
+
+def test_a_sweep_over_expert_parallelism_runs_its_all_to_alls_at_each_nvlink_latency(tmp_path, capsys):
+    # before: the ep=1 point (each pipeline send on its own rail: NVLink's latency unread) was
+    # read for the ep=2 points too (one rank grid), so ep=2 at 1e9 ns ran once, as at 1 ns:
+    # 48.5 ms for a step whose all-to-alls over NVLink take 288 s at that latency
+    sweep = megatron_sweep(tmp_path, {"workload.args.--expert-model-parallel-size": [1, 2],
+                                      "cluster.nvlink_latency_ns": [1, 10**9]}, args=MOE_ARGS)
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "3 points" and [line.split()[1:] for line in out[1:4]] == [
+        ["ep=1", "nvlink_latency_ns=1"], ["ep=2", "nvlink_latency_ns=1"], ["ep=2", "nvlink_latency_ns=1000000000"]]
