@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from simpy_astra.cli.main import main
 from simpy_astra.infra.horizon import HORIZON_NS
 from tests.scenario_files import DEFAULT, SCENARIOS, SMALL_GPT_ARGS, error_lines, megatron_sweep, write_yaml
@@ -51,3 +53,54 @@ def test_a_sweep_over_expert_parallelism_runs_its_all_to_alls_at_each_nvlink_lat
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "3 points" and [line.split()[1:] for line in out[1:4]] == [
         ["ep=1", "nvlink_latency_ns=1"], ["ep=2", "nvlink_latency_ns=1"], ["ep=2", "nvlink_latency_ns=1000000000"]]
+
+
+# ---------------------------------------------------------------- the m,n,k file's extra columns
+
+def _mnk(tmp_path, rows: str) -> str:
+    path = tmp_path / "layers.csv"
+    path.write_text("Layer,m,n,k\n" + rows)
+    return str(path)
+
+
+def test_an_mnk_row_of_six_columns_is_refused_naming_the_line(tmp_path):
+    # before: read as name,m,n,k with the rest ignored; ASTRA-sim's generator overwrites a row's
+    # last column with --parallel and reads its 5th as the layer's strategy (MODEL here, under
+    # --parallel DATA), or stops on a 5th that names none
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.gemm_layers import read_mnk
+
+    path = _mnk(tmp_path, "L0,1024,128,512\nL1,1024,128,512,MODEL,x\n")
+    with pytest.raises(InputError) as err:
+        read_mnk(path)
+    assert str(err.value) == (f"{path}:3: layer 'L1' has 6 columns; the file has Layer,m,n,k and an optional "
+                              f"5th, the layer's parallelism (ASTRA-sim's generator then reads the 5th as the "
+                              f"layer's strategy); remove the columns past the 5th")
+    # a spreadsheet's trailing empty cells are no columns
+    assert [layer.k for layer in read_mnk(_mnk(tmp_path, "L0,1024,128,512,,\n"))] == [512]
+
+
+def test_an_mnk_fifth_column_another_strategy_names_is_warned_of(tmp_path, capsys, monkeypatch):
+    # before: silent; the tutorial's generator overwrites it with --parallel, as we do, so the
+    # MODEL the file asks of L1 and L2 runs as DATA
+    import sys
+
+    from simpy_astra.workloads.generated import prepare
+    from simpy_astra.workloads.scalesim_timing import MISSING_EXTRA
+
+    path = _mnk(tmp_path, "L0,1024,128,512,DATA\nL1,1024,128,512,MODEL\nL2,64,64,64,MODEL\n")
+    said = (f"{path}:3: layer L1's 5th column says MODEL (and 1 more layer), but parallel DATA decides every "
+            f"layer's, as ASTRA-sim's generator does (per-layer strategies, its HYBRID_CUSTOMIZED, are not "
+            f"generated here); remove the column, or set parallel")
+    layout = prepare({"generate": "gemm", "mnk": path, "parallel": "DATA", "num_npus": 4}).layout()
+    assert layout.warnings == (said,)
+    assert prepare({"generate": "gemm", "mnk": path, "parallel": "MODEL", "num_npus": 4}).layout().warnings == (
+        f"{path}:2: layer L0's 5th column says DATA, but parallel MODEL decides every layer's, as ASTRA-sim's "
+        f"generator does (per-layer strategies, its HYBRID_CUSTOMIZED, are not generated here); remove the "
+        f"column, or set parallel",)
+    monkeypatch.setitem(sys.modules, "scalesim", None)  # the warning comes before SCALE-Sim is asked
+    assert main(["generate", "gemm", "--mnk", path, "--parallel", "DATA", "--num-npus", "4", "--output",
+                 str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert " ".join(err.split()) == f"warning: {said} error: {MISSING_EXTRA}"
+    assert all(len(line) <= 80 or path in line for line in err.splitlines()[:-1]), err
