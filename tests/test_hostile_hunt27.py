@@ -104,3 +104,46 @@ def test_an_mnk_fifth_column_another_strategy_names_is_warned_of(tmp_path, capsy
     err = capsys.readouterr().err
     assert " ".join(err.split()) == f"warning: {said} error: {MISSING_EXTRA}"
     assert all(len(line) <= 80 or path in line for line in err.splitlines()[:-1]), err
+
+
+# ---------------------------------------------------------------- names in a wide script
+
+def _columns(line: str) -> int:
+    """Columns a line takes in a terminal: an East Asian wide character two (UAX #11)."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def test_a_table_of_job_names_in_chinese_fits_80_columns_with_its_figures_in_line(monkeypatch):
+    # before: a name was counted by len(), half its width: the jobs table ran to 83 columns
+    # and the links' 'bytes by job' to 115, each figure out of line with its header
+    import io
+
+    from simpy_astra.report.output import Output
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    names = ["训练任务甲号" * 3, "训练任务乙号" * 3]
+    out = io.StringIO()
+    Output(out, rich=False).table("jobs", ["job", "NPUs", "start (ns)", "finished (ns)", "exposed comm (ns)"],
+                                  [[n, "0,2,4,6,8,10,12,14", "50,000", "14,891,000", "13,192,716"] for n in names],
+                                  ["left", "left", "right", "right", "right"])
+    lines = out.getvalue().splitlines()
+    assert max(map(_columns, lines)) <= 80, lines
+    # each figure ends where its header does
+    for header, row in ((lines[1], lines[2]), (lines[-3], lines[-2])):
+        assert _columns(header) == _columns(row), (header, row)
+    out = io.StringIO()
+    Output(out, rich=False).table("links", ["link", "bytes by job"],
+                                  [["leaf0 -> spine0", ", ".join(f"{n} 694,157,312" for n in names)]],
+                                  ["left", "left"])
+    assert max(map(_columns, out.getvalue().splitlines())) <= 80, out.getvalue()
+
+
+def test_a_warning_naming_a_job_in_chinese_wraps_within_80_columns(monkeypatch, capsys):
+    from simpy_astra.report.output import say_wrapped
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    say_wrapped("warning: " + " ".join(["训练任务甲号训练任务"] * 12) + " changes nothing")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) > 2 and max(map(_columns, lines)) <= 80, lines

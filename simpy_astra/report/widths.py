@@ -27,6 +27,57 @@ def plain_width() -> int:
     return max(PLAIN_MIN_WIDTH, min(PLAIN_WIDTH, columns)) if columns > 0 else PLAIN_WIDTH
 
 
+def text_width(text: str) -> int:
+    """The columns ``text`` takes on a terminal or in a monospaced file: a wide character
+    (East Asian, ``unicodedata.east_asian_width`` W or F: a job named in Chinese) two, a
+    combining mark none, every other one; ``len`` counted a CJK name half its width, so its
+    table ran past 80 columns with its figures out of line."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def padded(text: str, width: int, align: str) -> str:
+    """``text`` padded with spaces to ``width`` columns (:func:`text_width`), left or right aligned."""
+    room = " " * max(0, width - text_width(text))
+    return text + room if align == "left" else room + text
+
+
+def wrapped(text: str, width: int, subsequent_indent: str = "", break_long_words: bool = True) -> list[str]:
+    """``textwrap.wrap(text, width, ...)`` (never at a hyphen) counting columns by
+    :func:`text_width`: the same lines for ASCII text; a wide character's line holds half as
+    many, and a word too long for a line is cut between characters (``break_long_words``)."""
+    import textwrap
+
+    if text.isascii():
+        return textwrap.wrap(text, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
+                             break_on_hyphens=False)
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if not word:
+            continue
+        indent = subsequent_indent if lines else ""
+        if line and text_width(line) + 1 + text_width(word) <= width:
+            line += " " + word
+            continue
+        if line:
+            lines.append(line)
+            indent = subsequent_indent
+        line = indent + word
+        while break_long_words and text_width(line) > width and len(line) > len(indent) + 1:
+            cut = len(line)
+            while cut > len(indent) + 1 and text_width(line[:cut]) > width:
+                cut -= 1
+            lines.append(line[:cut])
+            line = subsequent_indent + line[cut:]
+    if line.strip():
+        lines.append(line)
+    return lines
+
+
 def fits_plain(widths: Sequence[int]) -> bool:
     """Whether plain-text columns of these widths (two spaces apart) fit :func:`plain_width`."""
     return sum(widths) + 2 * (len(widths) - 1) <= plain_width()
@@ -37,9 +88,9 @@ def plain_column_widths(columns: Sequence[str], rows: Sequence[Sequence[str]]) -
     half the line (a long report expression) counts by its longest word, and wraps at spaces."""
     widths = []
     for i, head in enumerate(columns):
-        cells = max((len(row[i]) for row in rows), default=0)
-        words = max((len(w) for w in head.split()), default=0)
-        widths.append(max(cells, len(head) if len(head) <= plain_width() // 2 else words, 1))
+        cells = max((text_width(row[i]) for row in rows), default=0)
+        words = max((text_width(w) for w in head.split()), default=0)
+        widths.append(max(cells, text_width(head) if text_width(head) <= plain_width() // 2 else words, 1))
     return widths
 
 
