@@ -147,3 +147,44 @@ def test_a_warning_naming_a_job_in_chinese_wraps_within_80_columns(monkeypatch, 
     say_wrapped("warning: " + " ".join(["训练任务甲号训练任务"] * 12) + " changes nothing")
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) > 2 and max(map(_columns, lines)) <= 80, lines
+
+
+# ---------------------------------------------------------------- a job's npu-groups
+
+def _two_jobs_with_groups(tmp_path, own_groups: list, shared_groups: list | None = None) -> str:
+    """Jobs a (NPUs 0..3, the scenario's system) and b (NPUs 4..7, its own system with
+    ``own_groups``) of a small Llama step timed by the roofline."""
+    import json
+
+    system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 100, "local-mem-bw": 1000}
+    (tmp_path / "sys_b.json").write_text(json.dumps({**system, "npu-groups": own_groups} if own_groups else system))
+    if shared_groups:
+        system["npu-groups"] = shared_groups
+    step = {"generate": "transformer", "model": "llama", "dp": 2, "tp": 2, "dmodel": 256, "dff": 512, "head": 4,
+            "kvhead": 2, "num_stacks": 2, "seq": 128, "batch": 8, "micro_batch": 4}
+    jobs = [{"name": "a", "workload": step, "npus": [0, 1, 2, 3]},
+            {"name": "b", "workload": step, "npus": [4, 5, 6, 7], "system": "sys_b.json"}]
+    return write_yaml(tmp_path, {"system": system, "network": DEFAULT["network"], "backend": "congestion_aware",
+                                 "jobs": jobs})
+
+
+def test_a_jobs_own_npu_groups_naming_its_ranks_not_its_npus_is_refused(tmp_path, capsys):
+    # before: job b's system slowed 'NPUs 0..3' (its ranks, but job a's NPUs, which read the
+    # scenario's system): both jobs ran 1,377,577 ns, the group changing nothing, unsaid
+    path = _two_jobs_with_groups(tmp_path, [{"npus": [0, 1, 2, 3], "peak-perf": 1}])
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {tmp_path / 'sys_b.json'}: field 'npu-groups[0].npus' names NPUs 0, 1, 2, 3, which no job reading "
+        f"this system runs (job b on NPUs 4, 5, 6, 7), so the group would change nothing there; its ids are "
+        f"physical NPU ids: name those jobs' NPUs"]
+    # the fix named runs, and slows job b alone
+    assert main(["run", _two_jobs_with_groups(tmp_path, [{"npus": [4, 5, 6, 7], "peak-perf": 1}])]) == 0
+    finished = {line.split()[1]: line.split()[3] for line in capsys.readouterr().out.splitlines()
+                if line.startswith("job ")}
+    assert int(finished["b"]) > 10 * int(finished["a"]), finished
+
+
+def test_the_scenarios_npu_groups_naming_a_job_with_its_own_system_is_refused(tmp_path, capsys):
+    path = _two_jobs_with_groups(tmp_path, [], shared_groups=[{"npus": [0, 4], "peak-perf": 1}])
+    assert error_lines(capsys, ["run", path, "--quiet"])[-1].endswith(
+        "field 'npu-groups[0].npus' names NPU 4, which no job reading this system runs (job a on NPUs 0, 1, 2, 3), "
+        "so the group would change nothing there; its ids are physical NPU ids: name those jobs' NPUs")
