@@ -188,3 +188,23 @@ def test_the_scenarios_npu_groups_naming_a_job_with_its_own_system_is_refused(tm
     assert error_lines(capsys, ["run", path, "--quiet"])[-1].endswith(
         "field 'npu-groups[0].npus' names NPU 4, which no job reading this system runs (job a on NPUs 0, 1, 2, 3), "
         "so the group would change nothing there; its ids are physical NPU ids: name those jobs' NPUs")
+
+
+def test_per_node_memory_serves_a_jobs_npus_at_their_own_nodes_server(tmp_path, capsys):
+    # before: the node was the job's rank // num-npus-per-node, so job b's ranks 0..3 (NPUs
+    # 4..7, node 1) queued behind job a's at node 0: job b finished at 800,000 ns, not 400,000
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import MEM_LOAD_NODE
+
+    for rank in range(4):  # each rank loads 10^6 bytes: 100,000 ns at 10 B/ns, four a node in turn
+        write_et(str(tmp_path / f"mem.{rank}.et"),
+                 [make_node(0, "load", MEM_LOAD_NODE, attrs={"is_cpu_op": False, "tensor_size": 10**6})])
+    memory = {"memory-type": "PER_NODE_MEMORY_EXPANSION", "num-nodes": 2, "num-npus-per-node": 4,
+              "remote-mem-latency": 0, "remote-mem-bw": 10}
+    jobs = [{"name": "a", "workload": "mem", "npus": [0, 1, 2, 3]}, {"name": "b", "workload": "mem", "npus": [4, 5, 6, 7]}]
+    path = write_yaml(tmp_path, {"system": DEFAULT["system"], "network": DEFAULT["network"], "remote_memory": memory,
+                                 "backend": "congestion_aware", "jobs": jobs})
+    assert main(["run", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("job ")] == ["job a finished, 400000 cycles",
+                                                                 "job b finished, 400000 cycles"]
