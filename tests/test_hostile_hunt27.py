@@ -208,3 +208,20 @@ def test_per_node_memory_serves_a_jobs_npus_at_their_own_nodes_server(tmp_path, 
     out = capsys.readouterr().out.splitlines()
     assert [line for line in out if line.startswith("job ")] == ["job a finished, 400000 cycles",
                                                                  "job b finished, 400000 cycles"]
+
+
+def test_a_sweep_of_bundles_named_in_chinese_prints_within_80_columns(tmp_path, capsys, monkeypatch):
+    # before: the progress lines ran to 106 columns, the best line to 96 and --list's to 90
+    # (each name counted half its width); the same names in ASCII fit
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.chdir(tmp_path)  # the paths printed short
+    write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"])}, "base.yaml")
+    slow, fast = "第一种机器配置带宽很低延迟很高" * 2, "第二种机器配置带宽很高延迟很低" * 2
+    bundles = {"named": {slow: {"network.bandwidth": 25}, fast: {"network.bandwidth": 100}}}
+    write_yaml(tmp_path, {"base": "base.yaml", "axes": {"machine": bundles, "system.preferred-dataset-splits": [1, 2]}},
+               "sweep.yaml")
+    assert main(["sweep", "sweep.yaml", "--list"]) == 0
+    assert main(["sweep", "sweep.yaml", "--out", "out", "--no-plots", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    assert any(fast in line for line in lines) and [line for line in lines if _columns(line) > 80] == []

@@ -45,6 +45,14 @@ def padded(text: str, width: int, align: str) -> str:
     return text + room if align == "left" else room + text
 
 
+def cut(text: str, width: int) -> tuple[str, str]:
+    """``text`` split where :func:`text_width` reaches ``width`` (at least one character first)."""
+    end = len(text)
+    while end > 1 and text_width(text[:end]) > width:
+        end -= 1
+    return text[:end], text[end:]
+
+
 def wrapped(text: str, width: int, subsequent_indent: str = "", break_long_words: bool = True) -> list[str]:
     """``textwrap.wrap(text, width, ...)`` (never at a hyphen) counting columns by
     :func:`text_width`: the same lines for ASCII text; a wide character's line holds half as
@@ -68,11 +76,9 @@ def wrapped(text: str, width: int, subsequent_indent: str = "", break_long_words
             indent = subsequent_indent
         line = indent + word
         while break_long_words and text_width(line) > width and len(line) > len(indent) + 1:
-            cut = len(line)
-            while cut > len(indent) + 1 and text_width(line[:cut]) > width:
-                cut -= 1
-            lines.append(line[:cut])
-            line = subsequent_indent + line[cut:]
+            head, rest = cut(line, width)
+            lines.append(head)
+            line = subsequent_indent + rest
     if line.strip():
         lines.append(line)
     return lines
@@ -112,13 +118,13 @@ def fit_words(head: str, tail: str, width: int) -> str:
     run of them marked "..."), never part of one, the ones after them kept where they fit (one
     long coordinate no longer hides the rest: every point of a sweep read ``pp=2 ...``), and
     ``tail`` (a figure) always whole, even past ``width``."""
-    if len(head) + len(tail) <= width:
+    if text_width(head) + text_width(tail) <= width:
         return head + tail
     words = head.split()
     kept: list[str] = []
     for i, word in enumerate(words):
         mark = 0 if i == len(words) - 1 else len(" ...")  # room for the mark of a later gap
-        if len(" ".join([*kept, word])) + mark + len(tail) <= width:
+        if text_width(" ".join([*kept, word])) + mark + text_width(tail) <= width:
             kept.append(word)
         elif kept[-1:] != ["..."]:
             kept.append("...")
@@ -129,7 +135,7 @@ def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
     """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
     telling first), else the last cut by :func:`fit_words`."""
     for head in heads:
-        if len(head) + len(tail) <= width:
+        if text_width(head) + text_width(tail) <= width:
             return head + tail
     return fit_words(heads[-1], tail, width)
 
