@@ -225,3 +225,20 @@ def test_a_sweep_of_bundles_named_in_chinese_prints_within_80_columns(tmp_path, 
     captured = capsys.readouterr()
     lines = (captured.out + captured.err).splitlines()
     assert any(fast in line for line in lines) and [line for line in lines if _columns(line) > 80] == []
+
+
+def test_a_pytorch_trace_that_recorded_no_operator_is_refused_not_written_empty(tmp_path, capsys):
+    # before: 'wrote PREFIX.0.et (host trace)', exit 0, for an ET of no node, which every run
+    # (ours, ASTRA-sim's) then refuses, naming the ET rather than the trace
+    import json
+
+    empty = {"id": 1, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 0,
+             "inputs": {"values": [], "shapes": [], "types": []},
+             "outputs": {"values": [], "shapes": [], "types": []}, "attrs": []}
+    host = tmp_path / "host.0.json"
+    host.write_text(json.dumps({"schema": "1.1.0-chakra.0.0.4", "pid": 1, "time": "now", "start_ts": 0,
+                                "finish_ts": 1, "nodes": [empty]}))
+    assert error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "w")]) == [
+        f"error: {host}: records no operator (only its thread's root node): the observer was stopped before "
+        f"anything ran; record the trace around a training step"]
+    assert not list(tmp_path.glob("w.*"))
