@@ -242,3 +242,18 @@ def test_a_pytorch_trace_that_recorded_no_operator_is_refused_not_written_empty(
         f"error: {host}: records no operator (only its thread's root node): the observer was stopped before "
         f"anything ran; record the trace around a training step"]
     assert not list(tmp_path.glob("w.*"))
+
+
+def test_a_jobs_text_workload_is_told_to_be_converted_first(tmp_path, capsys):
+    # before: "jobs[0].workload: no ET files .../Resnet50_DataParallel.txt.0.et ...", as if the
+    # .txt were a prefix, with no word of the conversion a scenario's one workload makes
+    job = {"name": "a", "workload": str(SCENARIOS / "workloads" / "text" / "Resnet50_DataParallel.txt"),
+           "npus": [0, 1, 2, 3]}
+    other = {"name": "b", "workload": {"generate": "microbench", "collective": "all_reduce", "size": 1024,
+                                       "num_npus": 4}, "npus": [4, 5, 6, 7]}
+    base = {key: value for key, value in DEFAULT.items() if key != "workload"}
+    path = write_yaml(tmp_path, {**base, "jobs": [job, other]})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[0].workload: {job['workload']!r} is an ASTRA-sim 1.0 text workload, which a job does "
+        f"not convert (a scenario's one workload does); convert it for the job's ranks first (simpy-astra convert "
+        f"text --input {job['workload']} --output PREFIX --num-npus RANKS --num-passes 1) and give the prefix"]

@@ -53,6 +53,11 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
             except InputError as exc:
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, written_groups(made.comm_groups, value["generate"], where)
+        if isinstance(value, str) and value.endswith(".txt"):  # else 'no ET files X.txt.0.et ...'
+            raise InputError(f"{where}: {value!r} is an ASTRA-sim 1.0 text workload, which a job does not "
+                             f"convert (a scenario's one workload does); convert it for the job's ranks first "
+                             f"(simpy-astra convert text --input {value} --output PREFIX --num-npus RANKS "
+                             f"--num-passes 1) and give the prefix")
         if isinstance(value, str) and value:
             return scenario_path(path, value, where.removeprefix(f"{path}: ")), None
         raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
