@@ -257,3 +257,12 @@ def test_a_jobs_text_workload_is_told_to_be_converted_first(tmp_path, capsys):
         f"error: {path}: jobs[0].workload: {job['workload']!r} is an ASTRA-sim 1.0 text workload, which a job does "
         f"not convert (a scenario's one workload does); convert it for the job's ranks first (simpy-astra convert "
         f"text --input {job['workload']} --output PREFIX --num-npus RANKS --num-passes 1) and give the prefix"]
+
+
+def test_a_log_of_one_size_to_hold_out_from_says_size(capsys):
+    # before: "... all_reduce.log has 1 sizes of at least 17179869184 bytes ..."
+    log = SCENARIOS.parent / "tests" / "data" / "nccl" / "hgx-h100-2node-ib"
+    err = error_lines(capsys, ["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"),
+                               "--out", "unused", "--hold-out-every", "2", "--min-size", str(16 << 30)])
+    assert err == [f"error: --hold-out-every 2: {log / 'all_reduce.log'} has 1 size of at least {16 << 30} bytes, "
+                   f"so none would be held out; lower --min-size"]
