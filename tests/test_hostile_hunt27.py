@@ -266,3 +266,14 @@ def test_a_log_of_one_size_to_hold_out_from_says_size(capsys):
                                "--out", "unused", "--hold-out-every", "2", "--min-size", str(16 << 30)])
     assert err == [f"error: --hold-out-every 2: {log / 'all_reduce.log'} has 1 size of at least {16 << 30} bytes, "
                    f"so none would be held out; lower --min-size"]
+
+
+def test_a_group_id_written_as_a_number_and_as_a_string_is_refused(tmp_path, capsys):
+    # before: YAML's 1: and '1': are two keys, one id: the later group replaced the earlier,
+    # in silence ('the 1 group(s) given (1)'), where a JSON file's repeated key is refused
+    path = tmp_path / "s.yaml"
+    path.write_text(open(write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"])}))
+                    .read() + "comm_groups: {1: [0, 1, 2, 3], '1': [4, 5, 6, 7]}\n")
+    assert error_lines(capsys, ["run", str(path), "--quiet"]) == [
+        f"error: {path}: comm_groups: group '1' is given twice (the number 1 and the string '1' are one id); keep "
+        f"one"]
