@@ -277,3 +277,14 @@ def test_a_group_id_written_as_a_number_and_as_a_string_is_refused(tmp_path, cap
     assert error_lines(capsys, ["run", str(path), "--quiet"]) == [
         f"error: {path}: comm_groups: group '1' is given twice (the number 1 and the string '1' are one id); keep "
         f"one"]
+
+
+def test_two_bundles_whose_names_read_alike_are_refused(tmp_path, capsys):
+    # before: named: {1: ..., '1': ...} gave '1 point': one bundle dropped in silence
+    write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"])}, "base.yaml")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("base: base.yaml\naxes:\n  machine:\n    named:\n      1: {network.bandwidth: 25}\n"
+                     "      '1': {network.bandwidth: 100}\n")
+    assert error_lines(capsys, ["sweep", str(sweep), "--list"]) == [
+        f"error: {sweep}: axes: machine: named: '1' names two bundles (the keys 1 and '1' read as one name); give "
+        f"each its own name"]
