@@ -55,33 +55,22 @@ def cut(text: str, width: int) -> tuple[str, str]:
 
 def wrapped(text: str, width: int, subsequent_indent: str = "", break_long_words: bool = True) -> list[str]:
     """``textwrap.wrap(text, width, ...)`` (never at a hyphen) counting columns by
-    :func:`text_width`: the same lines for ASCII text; a wide character's line holds half as
-    many, and a word too long for a line is cut between characters (``break_long_words``)."""
+    :func:`text_width`: textwrap itself, which counts characters, given each wide character
+    followed by a NUL that stands for its second column (taken out of the lines after): the
+    same lines as textwrap's for any text without wide characters."""
     import textwrap
 
-    if text.isascii():
+    if text_width(text) == len(text):
         return textwrap.wrap(text, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
                              break_on_hyphens=False)
-    lines: list[str] = []
-    line = ""
-    for word in text.split(" "):
-        if not word:
-            continue
-        indent = subsequent_indent if lines else ""
-        if line and text_width(line) + 1 + text_width(word) <= width:
-            line += " " + word
-            continue
-        if line:
-            lines.append(line)
-            indent = subsequent_indent
-        line = indent + word
-        while break_long_words and text_width(line) > width and len(line) > len(indent) + 1:
-            head, rest = cut(line, width)
-            lines.append(head)
-            line = subsequent_indent + rest
-    if line.strip():
-        lines.append(line)
-    return lines
+    marked = "".join(c + _SECOND_COLUMN if text_width(c) == 2 else c for c in text)
+    return [line.replace(_SECOND_COLUMN, "") for line in textwrap.wrap(
+        marked, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
+        break_on_hyphens=False)]
+
+
+#: what stands for a wide character's second column while textwrap counts (no text holds it)
+_SECOND_COLUMN = "\0"
 
 
 def fits_plain(widths: Sequence[int]) -> bool:
