@@ -288,3 +288,16 @@ def test_two_bundles_whose_names_read_alike_are_refused(tmp_path, capsys):
     assert error_lines(capsys, ["sweep", str(sweep), "--list"]) == [
         f"error: {sweep}: axes: machine: named: '1' names two bundles (the keys 1 and '1' read as one name); give "
         f"each its own name"]
+
+
+def test_a_scenarios_comm_groups_beside_jobs_is_refused(tmp_path, capsys):
+    # before: read by no job (each job's groups are its own, in its ranks): the run went on in
+    # silence, every collective over its job's ranks
+    step = {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20, "num_npus": 4}
+    base = {key: value for key, value in DEFAULT.items() if key != "workload"}
+    path = write_yaml(tmp_path, {**base, "comm_groups": {1: [0, 1]},
+                                 "jobs": [{"name": "a", "workload": step, "npus": [0, 1, 2, 3]},
+                                          {"name": "b", "workload": step, "npus": [4, 5, 6, 7]}]})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: field 'comm_groups': beside jobs:, each job gives its own (in its ranks, "
+        f"jobs[i].comm_groups), so this one would change nothing; move it into the job it is for"]
