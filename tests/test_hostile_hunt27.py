@@ -301,3 +301,22 @@ def test_a_scenarios_comm_groups_beside_jobs_is_refused(tmp_path, capsys):
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: field 'comm_groups': beside jobs:, each job gives its own (in its ranks, "
         f"jobs[i].comm_groups), so this one would change nothing; move it into the job it is for"]
+
+
+def test_a_scenarios_system_no_job_reads_is_refused(tmp_path, capsys):
+    # before: with every job on a system of its own, the scenario's (64 splits here) was read
+    # by none, in silence
+    import json
+
+    (tmp_path / "own.json").write_text(json.dumps(DEFAULT["system"]))
+    step = {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20, "num_npus": 4}
+    base = {key: value for key, value in DEFAULT.items() if key != "workload"}
+    jobs = [{"name": "a", "workload": step, "npus": [0, 1, 2, 3], "system": "own.json"},
+            {"name": "b", "workload": step, "npus": [4, 5, 6, 7], "system": "own.json"}]
+    path = write_yaml(tmp_path, {**base, "system": {**DEFAULT["system"], "preferred-dataset-splits": 64},
+                                 "jobs": jobs})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: field 'system': every job gives its own system (jobs[i].system), so this one is read by "
+        f"none; remove it, or a job's system: to run that job on it"]
+    jobs[1].pop("system")  # job b reads it now
+    assert main(["run", write_yaml(tmp_path, {**base, "jobs": jobs, "system": DEFAULT["system"]}), "--quiet"]) == 0

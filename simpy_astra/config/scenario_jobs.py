@@ -80,6 +80,9 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
     memory.check_total_npus(net.total_npus)
     jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,
                      lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)
+    if system is not None and all("system" in written for written in doc["jobs"]):
+        raise InputError(f"{path}: field 'system': every job gives its own system (jobs[i].system), so this one "
+                         f"is read by none; remove it, or a job's system: to run that job on it")
     for job in jobs:
         job.system.check_npu_groups(net.total_npus)
     refuse_groups_no_reader_runs(jobs)
