@@ -216,7 +216,10 @@ def layout(params: dict[str, Any]) -> WorkloadLayout:
     reduce-scatters (:func:`collectives`), and data parallelism's only all-reduces; each names
     no group, so it runs over every NPU."""
     npus, mnk, strategy = params.get("num_npus"), params.get("mnk"), params.get("parallel")
-    warnings = overridden_parallel(read_mnk(mnk), strategy, mnk) if strategy in STRATEGIES else []
+    try:  # a file that cannot be read stops the generation, naming it
+        warnings = overridden_parallel(read_mnk(mnk), strategy, mnk) if strategy in STRATEGIES else []
+    except InputError:
+        warnings = []
     return WorkloadLayout(ranks=npus if isinstance(npus, int) and not isinstance(npus, bool) and npus >= 1 else None,
                           plays_messages=False, gathers=strategy != "DATA", gathers_on_every_rank=True,
                           warnings=tuple(warnings))
