@@ -24,18 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from simpy_astra.infra import files
+from simpy_astra.infra.zero_time import ZERO_TIME_RESUMES, ZeroTimeGuard  # noqa: F401 - the limit, still importable here
 
 COLLECTIVES_GROUP = "simpy_astra.collectives"
 TOPOLOGIES_GROUP = "simpy_astra.topologies"
-#: how often a user's code (a collective algorithm, a model's serving loop) may be resumed in
-#: one instant of simulated time: a loop over events that take no time (``ctx.wait(0)``,
-#: ``env.timeout(0)``, an event already waited on) would otherwise hold the clock for ever, and
-#: the stall watchdog, which wakes at later instants, would never run. A phase resumes once per
-#: event it waits on, and no algorithm waits on this many in one instant (a direct all-to-all
-#: on 16,384 NPUs: 16,383).
-ZERO_TIME_RESUMES = 100_000
-
-
 class PluginError(ValueError):
     """A plugin name that cannot be imported or is not what it must be (one line).
 
@@ -174,10 +166,13 @@ def _entered(frame: Any) -> str:
     return f"{model_kind(owner)} '{class_name(type(owner))}', method {frame.f_code.co_name}()"
 
 
-def is_ours(cls: type) -> bool:
-    """Whether ``cls`` is one of simpy-astra's own classes (held to its contract by the
-    project's tests), not a user's plug-in, whose calls are checked and may raise."""
-    return cls.__module__.startswith("simpy_astra.")
+def is_ours(obj: Any) -> bool:
+    """Whether ``obj`` (a class, function or method) is simpy-astra's own code, held to its
+    contract by the project's tests, not a user's plug-in, whose calls are checked and may
+    raise. The one rule every "is this theirs?" asks: by the module that defined it (one
+    without a module, a builtin's bound method, counts as theirs: it is checked)."""
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and module.startswith("simpy_astra.")
 
 
 def class_name(cls: type) -> str:
@@ -214,30 +209,29 @@ def serving_loop(element: Any) -> Any:
 
 def users_method(cls: type, name: str) -> bool:
     """``cls.name`` is the user's own code (a method their class defines), not one of ours it
-    inherits (a user's subclass of a built-in model keeps our checked methods as they are)."""
-    return not getattr(getattr(cls, name, None), "__module__", "simpy_astra.").startswith("simpy_astra.")
+    inherits (a user's subclass of a built-in model keeps our checked methods as they are):
+    :func:`is_ours` of the method, where ``cls`` has one."""
+    method = getattr(cls, name, None)
+    return method is not None and not is_ours(method)
 
 
 def _instants_pass(element: Any, loop: Any) -> Any:
     """``loop``, a user's model's serving loop, step by step, stopped in one line once it is
-    resumed too often in one instant: a loop that polls with ``env.timeout(0)`` holds the clock
-    there for ever, and the stall watchdog, which wakes at later instants, never runs (the run
-    hung). A collective is held to the same count. Costs a generator step per resume of the
-    user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops are not wrapped."""
-    env, instant, resumes = element.env, -1.0, 0
+    resumed too often in one instant (:class:`ZeroTimeGuard`, the rule a collective is held
+    to): a loop that polls with ``env.timeout(0)`` holds the clock there for ever, and the
+    stall watchdog, which wakes at later instants, never runs (the run hung). Costs a
+    generator step per resume of the user's loop (300 ns beside SimPy's 1.2 us to resume a
+    process); our loops are not wrapped."""
+    env, guard = element.env, ZeroTimeGuard()
     value: Any = None
     error: BaseException | None = None
     while True:
-        if env.now != instant:
-            instant, resumes = env.now, 0
-        resumes += 1
-        if resumes > ZERO_TIME_RESUMES:
+        if guard.resumed(env.now):
             loop.close()
-            raise PluginError(f"{model_kind(element)} '{class_name(type(element))}', method run() was resumed "
-                              f"{ZERO_TIME_RESUMES:,} times at {env.now:,} ns without simulated time passing: a "
-                              f"loop that polls with env.timeout(0) (or yields an event it already waited on) never "
-                              f"ends; wait for what it serves (yield self.env.timeout(t) with t > 0, or an event "
-                              f"that offer() fires), or end the loop")
+            raise PluginError(guard.problem(
+                f"{model_kind(element)} '{class_name(type(element))}', method run()",
+                "a loop that polls with env.timeout(0) (or yields an event it already waited on)",
+                "wait for what it serves (yield self.env.timeout(t) with t > 0, or an event that offer() fires)"))
         try:
             event = loop.send(value) if error is None else loop.throw(error)
         except StopIteration as stop:

@@ -30,6 +30,12 @@ def write_yaml(folder: Path, doc: dict, name: str = "s.yaml") -> str:
     return str(path)
 
 
+def default_with(**fields) -> dict:
+    """The default scenario, its workload by absolute path (so it runs from any folder), with
+    ``fields`` laid over it."""
+    return {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"]), **fields}
+
+
 def megatron_scenario(folder: Path, args: str = TINY_GPT_ARGS, name: str = "s.yaml", *,
                       preset: str = "dgx-a100-80gb", gpus: int = 8, **cluster) -> str:
     """A Megatron-LM job of ``args`` on ``gpus`` GPUs of ``preset`` and the ``cluster`` fields."""

@@ -23,7 +23,7 @@ from simpy_astra.engine.nccl_names import COLLECTIVE_ALGORITHMS
 from simpy_astra.folding import FoldSetup
 from simpy_astra.network.backends import BACKENDS
 from simpy_astra.topologies import build as build_topology
-from tests.scenario_files import DEFAULT, SCENARIOS, write_yaml
+from tests.scenario_files import DEFAULT, default_with, write_yaml
 
 
 @dataclasses.dataclass
@@ -39,8 +39,7 @@ class Timer:
 def _setup(tmp_path, timer: Timer | None) -> FoldSetup:
     """The default scenario's ring of 8 with halvingDoubling all-reduces (rings elsewhere)."""
     system = {**DEFAULT["system"], "all-reduce-implementation": ["halvingDoubling"]}
-    doc = {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"]), "system": system}
-    inputs = load_scenario(write_yaml(tmp_path, doc))
+    inputs = load_scenario(write_yaml(tmp_path, default_with(system=system)))
     dims = [build_topology("Ring", 8, 50.0, 500.0)]
     network = dataclasses.replace(inputs.network, nccl=timer)
     return FoldSetup.for_run(BACKENDS["congestion_unaware"], network, inputs.system, inputs.remote_memory, dims)

@@ -13,7 +13,14 @@ import yaml
 from simpy_astra.cli.main import main
 from simpy_astra.simulation import Simulation
 from tests.scenario_files import DEFAULT as DEFAULT_DOC
-from tests.scenario_files import SCENARIOS, error_lines, megatron_scenario, megatron_sweep, write_yaml
+from tests.scenario_files import (
+    SCENARIOS,
+    default_with,
+    error_lines,
+    megatron_scenario,
+    megatron_sweep,
+    write_yaml,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.yaml")
@@ -37,11 +44,6 @@ def test_an_npu_that_starts_late_reports_the_overlap_of_its_own_graph(tmp_path):
     assert b.wall_time > 10**9
     assert b.overlap == a.overlap  # the same step on the same fabric, each alone
     assert 0 < b.overlap < b.times["GPU"]
-
-
-def default_with(**fields) -> dict:
-    """The default scenario, its workload by absolute path, with ``fields`` laid over it."""
-    return {**DEFAULT_DOC, "workload": str(SCENARIOS / DEFAULT_DOC["workload"]), **fields}
 
 
 @pytest.mark.parametrize("price", [1e308, 1e200])

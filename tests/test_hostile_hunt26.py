@@ -11,12 +11,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, write_yaml
-
-
-def default_with(**fields) -> dict:
-    """The default scenario, its workload by absolute path, with ``fields`` laid over it."""
-    return {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"]), **fields}
+from tests.scenario_files import DEFAULT, SCENARIOS, default_with, error_lines, write_yaml
 
 
 def test_a_scenario_in_latin1_names_the_line_column_and_the_fix(tmp_path, capsys):

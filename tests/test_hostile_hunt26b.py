@@ -91,8 +91,8 @@ def test_a_scenarios_latency_scale_algorithm_without_any_scale_is_refused(tmp_pa
 
 
 def _scenario_with_memory(tmp_path, memory) -> str:
-    from tests.scenario_files import DEFAULT, write_yaml
-    return write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"]), "remote_memory": memory})
+    from tests.scenario_files import default_with, write_yaml
+    return write_yaml(tmp_path, default_with(remote_memory=memory))
 
 
 def test_an_empty_remote_memory_is_refused(tmp_path, capsys):

@@ -15,6 +15,7 @@ import pytest
 
 from simpy_astra.cli.main import main
 from simpy_astra.engine import phase_process
+from simpy_astra.infra import zero_time
 from tests.test_extension_audit import write_scenario
 
 LIMIT = 1_000  # the guard's, lowered from 100,000 for the test
@@ -67,7 +68,7 @@ def folder(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / ".cache"))
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
-    monkeypatch.setattr(phase_process, "ZERO_TIME_RESUMES", LIMIT)
+    monkeypatch.setattr(zero_time, "ZERO_TIME_RESUMES", LIMIT)  # the one zero-time rule's
     monkeypatch.setattr(phase_process, "POSTS_PER_INSTANT", LIMIT)
     return tmp_path
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.engine.phase_process import PhaseProcess, PostCount
+from simpy_astra.engine.phase_process import PostCount
+from simpy_astra.infra.zero_time import ZeroTimeGuard
 from tests.test_extension_audit import error_line_of_all_reduce
 from tests.test_reference_parity import simulate_case
 
@@ -38,7 +39,7 @@ def test_our_algorithms_are_never_counted(case_id: str, reference_dir: Path, tmp
     def counted(*_args: object) -> None:
         raise AssertionError("one of our algorithms was counted as the user's")
 
-    monkeypatch.setattr(PhaseProcess, "_count_resume", counted)
+    monkeypatch.setattr(ZeroTimeGuard, "resumed", counted)
     monkeypatch.setattr(PostCount, "too_many", counted)
     case = json.loads((reference_dir / "cases" / f"{case_id}.json").read_text())
     got = simulate_case(case, reference_dir, tmp_path, monkeypatch)

@@ -33,7 +33,8 @@ from simpy.events import Event
 
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
-from simpy_astra.plugins import ZERO_TIME_RESUMES, is_users_file
+from simpy_astra.infra.zero_time import ZeroTimeGuard
+from simpy_astra.plugins import is_users_file
 
 __all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code"]
 
@@ -133,7 +134,6 @@ class PhaseProcess(Signal, simpy.Process):
     ours always let time pass and are never counted (a phase's sub-processes, thousands per
     collective, are its algorithm's: decided once, for the algorithm's function)."""
 
-    _instant, _resumes = -1.0, 0  # the user's resumes counted in the instant ``_instant``
     interrupted = False  # an interrupt was thrown into it: it may end before what it waited on
 
     def __init__(self, env: simpy.Environment, generator: Generator, users: bool = False) -> None:
@@ -143,16 +143,20 @@ class PhaseProcess(Signal, simpy.Process):
         self.callbacks = []
         self._generator = generator
         self._target: Event | None = None
-        self._users = users
+        self._zero_time = ZeroTimeGuard() if users else None  # the user's resumes, counted
         self.step(None)
 
     def step(self, value: Any, error: BaseException | None = None) -> None:
         """Resume the generator with ``value`` (or throw ``error`` into it) and run it up to
         its next wait."""
         gen = self._generator
+        guard = self._zero_time
         while True:
-            if self._users:
-                self._count_resume()
+            if guard is not None and guard.resumed(self.env.now):
+                raise CollectiveError(guard.problem(
+                    f"collective algorithm {describe(gen)}",
+                    "a loop over events that take no time (ctx.wait(0), env.timeout(0), an event it already waited "
+                    "on)", "wait for a message or a time > 0"))
             try:
                 if error is None:
                     event = gen.send(value)
@@ -181,20 +185,6 @@ class PhaseProcess(Signal, simpy.Process):
             self._target = event
             event.callbacks.append(self._processed)
             return
-
-    def _count_resume(self) -> None:
-        """One more resume of the user's generator; too many in one instant is a loop that
-        never lets time pass, stopped in one line naming the algorithm."""
-        now = self.env.now
-        if now != self._instant:
-            self._instant, self._resumes = now, 0
-        self._resumes += 1
-        if self._resumes > ZERO_TIME_RESUMES:
-            raise CollectiveError(f"collective algorithm {describe(self._generator)} was resumed "
-                                  f"{ZERO_TIME_RESUMES:,} times at {now:,} ns without simulated time passing: "
-                                  f"a loop over events that take no time (ctx.wait(0), env.timeout(0), an event "
-                                  f"it already waited on) never ends; wait for a message or a time > 0, or "
-                                  f"end the loop")
 
     def _processed(self, event: Event) -> None:
         if event.ok:

@@ -37,7 +37,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from simpy_astra.plugins import unfit_call
+from simpy_astra.plugins import is_ours, unfit_call
 
 #: what each probe point passes its watchers (the list above)
 ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
@@ -77,7 +77,7 @@ class Probed:
         if point not in self.PROBES:
             raise ValueError(f"{type(self).__name__} has no probe point '{point}' "
                              f"(it has: {', '.join(self.PROBES) or 'none'})")
-        if not getattr(fn, "__module__", "").startswith("simpy_astra."):  # ours watch every element: held by tests
+        if not is_ours(fn):  # ours watch every element: held by tests
             check_watcher(fn, "fn", ARGUMENTS[point], f"watch({point!r}, fn)")
         name = "probe_" + point
         setattr(self, name, [*(getattr(self, name) or ()), fn])  # a new list: see unwatch

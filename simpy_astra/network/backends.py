@@ -21,6 +21,7 @@ from simpy_astra.plugins import (
     PluginError,
     a_kind,
     import_object,
+    is_ours,
     origin,
     raised_in_users_code,
     unfit_call,
@@ -265,7 +266,7 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
             cls = type(network).__name__
             # a subclass of a network of ours lacks what our __init__ sets: its own skipped ours
             # (a bare faults.WithoutLinks sets nothing: its members are the author's to write)
-            ours = [base for base in type(network).__mro__[1:] if base.__module__.startswith("simpy_astra.")]
+            ours = [base for base in type(network).__mro__[1:] if is_ours(base)]
             fix = (f"{cls}.__init__ must call super().__init__(env, dims), which sets them (docs/backends.md)"
                    if any("__init__" in vars(base) for base in ours) else
                    "return a simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, docs/backends.md)")

@@ -36,6 +36,7 @@ from typing import Any
 import simpy
 
 from simpy_astra.engine.events import Doorbell
+from simpy_astra.network.checked_models import checked_link_model, checked_switch_model
 from simpy_astra.network.fabric import DeviceId
 from simpy_astra.network.link import Link
 from simpy_astra.network.link_level import LinkLevelNetwork
@@ -133,6 +134,9 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         self._routes: dict[tuple[int, int], tuple[Link, ...]] = {}
         self.link_model = Link if link_model is None else link_model
         self.switch_model = SwitchProcess if switch_model is None else switch_model
+        # what a user's model is built as: held to its contract's once-per-item rules, chosen here once
+        self._link_class = checked_link_model(self.link_model)
+        self._switch_class = checked_switch_model(self.switch_model)
         self._link_params = dict(link_params or {})
         self._switch_params = dict(switch_params or {})
         self._link_of_hop = link_of_hop
@@ -145,7 +149,7 @@ class CongestionAwareNetwork(LinkLevelNetwork):
             return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
         deliver = _at_whole_ns(self.env, deliver, self.link_model)  # a user's model: hold it to the contract
         try:
-            return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
+            return self._link_class(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
         except ValueError as exc:  # the base refused the speed or latency the model handed it
             if not str(exc).startswith(f"link {u}->{v}: "):
                 raise
@@ -158,7 +162,7 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         if self.switch_model is SwitchProcess:
             return SwitchProcess(self.env, device, self._arrived, forward_in_arrival=is_ours(self.link_model),
                                  **self._switch_params)
-        return self.switch_model(self.env, device, self._arrived, **self._switch_params)
+        return self._switch_class(self.env, device, self._arrived, **self._switch_params)
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:

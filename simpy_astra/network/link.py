@@ -50,7 +50,7 @@ from simpy.exceptions import Interrupt
 
 from simpy_astra.engine.events import start_in_place, timeout, wait_instead
 from simpy_astra.network.link_resource import LinkResource, Transmission
-from simpy_astra.plugins import PluginError, bad_return, class_name, model_kind, serving_loop, users_method
+from simpy_astra.plugins import bad_return, serving_loop
 
 
 def checked_hold_ns(link: LinkResource, hold: Any) -> int:
@@ -95,13 +95,6 @@ class LinkElement(LinkResource):
         self._on_arrival = on_arrival
         self._arrived_callback = self._arrived  # bound once: the callback of every arrival
         self._delays: dict[int, tuple[int, int]] = {}
-        if users_method(type(self), "dequeue"):
-            self._gave: Any = None
-            self.dequeue = self._dequeue_once  # a user's queue: held to giving each item once
-            self.enqueue = self._enqueue_again  # (an item it queues again may come out again)
-        if users_method(type(self), "run"):
-            self._offered: set[Any] = set()  # a loop of the user's: each item carried once
-            self.offer, self.transmit = self._offer_tracked, self._transmit_once
         self.process = self._start_process()
 
     def _start_process(self) -> simpy.Process:
@@ -115,44 +108,6 @@ class LinkElement(LinkResource):
     def dequeue(self) -> Any | None:
         """The next item for the wire, or None when nothing waits."""
         return self._fifo.popleft() if self._fifo else None
-
-    def _dequeue_once(self) -> Any | None:
-        """A user's :meth:`dequeue`, held to giving an item once: one that looks at its head and
-        forgets to remove it sent that item for ever (handed on at each arrival, the clock
-        running on toward the horizon)."""
-        item = type(self).dequeue(self)
-        if item is not None:
-            if item is self._gave:
-                raise bad_return(self, "dequeue", item, "each item once, but it gave this item before: remove "
-                                 "what it gives from its queue (deque.popleft(), heapq.heappop())")
-            self._gave = item
-        return item
-
-    def _enqueue_again(self, item: Any) -> None:
-        """A user's :meth:`enqueue`; an item its own ``run`` takes out and queues again (not
-        ready yet) may come out of :meth:`dequeue` again."""
-        if item is self._gave:
-            self._gave = None
-        type(self).enqueue(self, item)
-
-    def _offer_tracked(self, item: Any) -> None:
-        """:meth:`offer` for a user's serving loop: the network's items it may now carry."""
-        if type(item) is not Transmission:
-            self._offered.add(item)
-        type(self).offer(self, item)
-
-    def _transmit_once(self, item: Any) -> Generator[Event, Any, None]:
-        """:meth:`transmit` for a user's serving loop, held to carrying an item once: a second
-        transmission (a lost attempt sent again) handed it on twice, the second time past its
-        next link, so it arrived early, in silence."""
-        if type(item) is not Transmission:
-            if item not in self._offered:
-                raise PluginError(f"{model_kind(self)} '{class_name(type(self))}', method transmit() was given an "
-                                  f"item it had already carried (or one never offered to this link): a transmission "
-                                  f"carries the item once and hands it on at the far end; to charge a lost attempt, "
-                                  f"hold the item for it (hold_ns) before its one transmission")
-            self._offered.remove(item)
-        yield from type(self).transmit(self, item)
 
     def hold_ns(self, item: Any) -> float:
         """How long ``item`` (just dequeued) waits before it starts: 0, at once."""

@@ -24,7 +24,7 @@ from typing import Any
 import simpy
 
 from simpy_astra.engine.probes import Probed
-from simpy_astra.plugins import PluginError, bad_return, class_name, model_kind, serving_loop, users_method
+from simpy_astra.plugins import bad_return, serving_loop
 
 
 def checked_release_ns(switch: SwitchElement, due_ns: Any) -> int:
@@ -53,8 +53,6 @@ class SwitchElement(Probed):
         self._forward = forward
         self._inbox: deque[tuple[float, Any]] = deque()
         self._wake: simpy.Event | None = None
-        if users_method(type(self), "receive") or users_method(type(self), "run"):
-            self.send_on = self._send_on_once  # a user's loop: held to once per item (ours are by tests)
         self.process = self._start_process()
 
     def _start_process(self) -> simpy.Process:
@@ -98,16 +96,6 @@ class SwitchElement(Probed):
             for watcher in watchers:
                 watcher(self, item.key, item.size)
         self._forward(item)
-
-    def _send_on_once(self, item: Any) -> None:
-        """:meth:`send_on` for a user's model: an item handed on a second time (its next link no
-        longer leaves this switch) would skip a link and arrive a hop early, in silence."""
-        next_link = getattr(item, "next_link", None)
-        if next_link is None or next_link.src != self.device:
-            raise PluginError(f"{model_kind(self)} '{class_name(type(self))}', method send_on() was given an item it "
-                              f"had already handed on (or one that did not arrive here): hand each item on once, "
-                              f"from receive() or from run(), not from both")
-        type(self).send_on(self, item)
 
     def fail(self) -> None:
         """Mark the switch failed (``sim.fail_device`` also takes its links down for good)."""

@@ -62,14 +62,17 @@ def lookup(name: str) -> Schedule:
     return schedule(name)
 
 
-def is_ours(name: str) -> bool:
+def is_built_in(name: str) -> bool:
+    """``name`` gives one of the schedules above. Asked by identity, not by
+    :func:`simpy_astra.plugins.is_ours`: a plug-in's schedule is registered wrapped in
+    :func:`_checked`, whose module is ours."""
     return SCHEDULES.get(name) in _OURS
 
 
 def source_digest(name: str) -> str:
     """A hash of the source file of a plug-in's schedule (it keys the trace cache, so an edited
     schedule is run again); empty for ours, whose code the cache's code digest covers."""
-    if is_ours(name):
+    if is_built_in(name):
         return ""
     try:
         path = inspect.getsourcefile(inspect.unwrap(SCHEDULES[name]))
