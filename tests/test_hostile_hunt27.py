@@ -10,7 +10,15 @@ import pytest
 
 from simpy_astra.cli.main import main
 from simpy_astra.infra.horizon import HORIZON_NS
-from tests.scenario_files import DEFAULT, SCENARIOS, SMALL_GPT_ARGS, error_lines, megatron_sweep, write_yaml
+from tests.scenario_files import (
+    DEFAULT,
+    SCENARIOS,
+    SMALL_GPT_ARGS,
+    default_with,
+    error_lines,
+    megatron_sweep,
+    write_yaml,
+)
 
 EXAMPLES = SCENARIOS.parent / "examples"
 
@@ -215,7 +223,7 @@ def test_a_sweep_of_bundles_named_in_chinese_prints_within_80_columns(tmp_path, 
     # (each name counted half its width); the same names in ASCII fit
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.chdir(tmp_path)  # the paths printed short
-    write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"])}, "base.yaml")
+    write_yaml(tmp_path, default_with(), "base.yaml")
     slow, fast = "第一种机器配置带宽很低延迟很高" * 2, "第二种机器配置带宽很高延迟很低" * 2
     bundles = {"named": {slow: {"network.bandwidth": 25}, fast: {"network.bandwidth": 100}}}
     write_yaml(tmp_path, {"base": "base.yaml", "axes": {"machine": bundles, "system.preferred-dataset-splits": [1, 2]}},
@@ -272,7 +280,7 @@ def test_a_group_id_written_as_a_number_and_as_a_string_is_refused(tmp_path, cap
     # before: YAML's 1: and '1': are two keys, one id: the later group replaced the earlier,
     # in silence ('the 1 group(s) given (1)'), where a JSON file's repeated key is refused
     path = tmp_path / "s.yaml"
-    path.write_text(open(write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"])}))
+    path.write_text(open(write_yaml(tmp_path, default_with()))
                     .read() + "comm_groups: {1: [0, 1, 2, 3], '1': [4, 5, 6, 7]}\n")
     assert error_lines(capsys, ["run", str(path), "--quiet"]) == [
         f"error: {path}: comm_groups: group '1' is given twice (the number 1 and the string '1' are one id); keep "
@@ -281,7 +289,7 @@ def test_a_group_id_written_as_a_number_and_as_a_string_is_refused(tmp_path, cap
 
 def test_two_bundles_whose_names_read_alike_are_refused(tmp_path, capsys):
     # before: named: {1: ..., '1': ...} gave '1 point': one bundle dropped in silence
-    write_yaml(tmp_path, {**DEFAULT, "workload": str(SCENARIOS / DEFAULT["workload"])}, "base.yaml")
+    write_yaml(tmp_path, default_with(), "base.yaml")
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text("base: base.yaml\naxes:\n  machine:\n    named:\n      1: {network.bandwidth: 25}\n"
                      "      '1': {network.bandwidth: 100}\n")
