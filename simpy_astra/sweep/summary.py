@@ -8,6 +8,7 @@ from typing import Any
 
 from simpy_astra.errors import printable
 from simpy_astra.report.console import Output, plain_width
+from simpy_astra.report.widths import wrapped
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
 from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unmeasured, unreported
@@ -173,8 +174,8 @@ def _flagged(out: Output, word: str, colour: str, text: str) -> None:
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
     text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
-    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False,
-                              break_long_words=False):  # a coordinate, a path: never cut inside
+    for line in wrapped(f"{word} {text}", plain_width(), subsequent_indent="  ",
+                        break_long_words=False):  # a coordinate, a path: never cut inside
         out.line(line.replace("\u00a0", " "))
 
 
@@ -239,8 +240,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         kept = len(words) if len(figure) <= plain_width() // 2 else 2
         figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
         # a coordinate is cut only where it is longer than a line (a bundle's 100-letter name)
-        for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
-                                  break_on_hyphens=False):
+        for line in wrapped(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  "):
             out.line(line.replace("\u00a0", " "))
     if entry.get("tied_with"):  # a tie's first in sweep order is named: the others are as good
         _tie(out, spec, entry)
