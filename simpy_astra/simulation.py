@@ -168,6 +168,8 @@ class Simulation(CoSimulation):
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self._env.now > horizon.HORIZON_NS:  # sizes over bandwidths add up past what time can hold
             late = next((job for job in self.jobs or () if npu.device_id in job.npus), None)
+            if late is not None and late.start_ns and not all(self._npu_by_id[d].finished for d in late.npus):
+                return  # the latest start must fit the job's last NPU: its finish raises
             raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config,
                                               late)
         if self.jobs is not None:  # reports name physical NPUs

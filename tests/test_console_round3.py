@@ -111,7 +111,8 @@ def test_a_failed_points_line_names_the_point_once(tmp_path, capsys):
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(f"base: {scenario}\naxes:\n  network.bandwidth: [50, -1]\n")
     assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err + captured.out  # the summary, then the answer on stdout
     text = " ".join(err[err.index("failed "):err.index("best:")].split())  # the failed point's line
     assert text.startswith("failed bandwidth=-1: network: field 'bandwidth[0]' must be a number > 0")
     assert text.count("bandwidth=-1") == 1 and "InputError" not in text

@@ -39,7 +39,8 @@ LAYOUT_AXES = {"workload.args.tensor-model-parallel-size": [2, 4],
 def test_each_piped_progress_line_names_its_axes_compactly_within_80_columns(tmp_path, capsys):
     code = cli_main(["sweep", _sweep(tmp_path, LAYOUT_AXES), "--out", str(tmp_path / "out"), "--jobs", "1",
                      "--no-plots"])
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err + captured.out  # the summary, then the answer (stdout)
     assert code == 0 and "Traceback" not in err
     done = [ln for ln in err.splitlines() if ln.startswith("sweep: ")]
     assert [ln.split("; ", 1)[1].split(":")[0] for ln in done] == \
@@ -83,11 +84,11 @@ def test_the_summary_is_printed_before_the_plots_are_drawn(tmp_path, capsys, mon
     from simpy_astra.sweep import plots
 
     seen = []
-    monkeypatch.setattr(plots, "write_plots", lambda *a, **k: seen.append(capsys.readouterr().err) or [])
+    monkeypatch.setattr(plots, "write_plots", lambda *a, **k: seen.append(capsys.readouterr().out) or [])
     code = cli_main(["sweep", _sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [2, 4]}), "--out",
                      str(tmp_path / "out"), "--jobs", "1"])
     assert code == 0 and len(seen) == 1
-    assert "best: tp=" in seen[0] and "step " in seen[0]  # the winner and its answer, already printed
+    assert "best: tp=" in seen[0] and "step " in seen[0]  # the winner and its answer (stdout), already printed
     assert capsys.readouterr().err.startswith("wrote ")  # only the closing line after the plots
 
 

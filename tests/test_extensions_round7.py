@@ -403,7 +403,7 @@ def test_a_sweep_over_the_trees_piece_count_and_link_speed_under_a_budget(r7):
         assert float(row["cost_usd"]) == pytest.approx(21 * 4.0 * gbps)
     best = json.loads((r7 / "out" / "best.json").read_text())
     assert best["best"]["coordinates"] == {"system.all-reduce-implementation": "tree8", "network.bandwidth": 100}
-    assert "best with cost_usd <= 2100: tree=tree8 bandwidth=25" in " ".join(done.stderr.split())
+    assert "best with cost_usd <= 2100: tree=tree8 bandwidth=25" in " ".join(done.stdout.split())  # the answer
     guide = " ".join((HERE.parent / "docs" / "sweeps.md").read_text().split())
     assert "`system.all-reduce-implementation` is `all_reduce_implementation`" in guide
     assert "`as:` renames one, beside its values" in guide

@@ -347,6 +347,6 @@ def test_a_sweep_over_backends_says_why_it_names_no_best_within_80_columns(tmp_p
                                                      "axes": {"backend": ["congestion_unaware", "congestion_aware"]}}))
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "s.yaml", "--out", "o", "--jobs", "1", "--no-plots"]) == 0
-    err = capsys.readouterr().err.splitlines()
+    err = capsys.readouterr().out.splitlines()  # with the best lines it explains: the answer, stdout
     at = next(i for i, line in enumerate(err) if line.startswith("points of different network backends"))
     assert len(err[at]) <= 80 and err[at + 1].startswith("  ") and err[at + 1].endswith("see by_backend"), err

@@ -224,8 +224,8 @@ def test_a_finished_sweep_run_again_on_a_cluster_needs_no_scheduler(tmp_path, ca
     assert main(["sweep", str(sweep), "--out", out, "--no-plots", "--jobs", "1"]) == 0
     capsys.readouterr()
     assert main(["sweep", str(sweep), "--out", out, "--no-plots", "--cluster", "no-scheduler-here"]) == 0
-    err = capsys.readouterr().err
-    assert "2 already in" in err and "best: num_layers=2" in err, err
+    captured = capsys.readouterr()
+    assert "2 already in" in captured.err and "best: num_layers=2" in captured.out, captured
 
 
 @pytest.mark.parametrize("hbm_gib, capacity", [(0.25, "0.25"), (0.4, "0.4"), (40.5, "40.5"), (80, "80")])

@@ -67,7 +67,8 @@ def test_a_run_writes_its_own_files_beside_a_sweeps(sweep_folder, tmp_path, caps
 
 def _lines_of_sweep(tmp_path: Path, capsys, sweep: str) -> list[str]:
     assert main(["sweep", sweep, "--out", str(tmp_path / "o"), "--no-plots", "--jobs", "1"]) == 0
-    return capsys.readouterr().err.splitlines()
+    captured = capsys.readouterr()
+    return (captured.err + captured.out).splitlines()  # the summary, then the answer (stdout)
 
 
 def test_a_long_sweep_file_name_is_wrapped_within_80_columns(tmp_path, capsys):

@@ -773,8 +773,8 @@ def test_points_of_two_network_backends_are_never_compared(tmp_path, capsys):
         assert section["best"]["backend"] == backend
         assert section["best"]["coordinates"] == {"network.bandwidth": 100, "backend": backend}
         assert section["best_under"]["finish_ns > 0"]["backend"] == backend
-    err = capsys.readouterr().err
-    assert "best (congestion_aware)" in err and "best (congestion_unaware)" in err
+    answer = capsys.readouterr().out  # the best lines: the sweep's answer, on stdout
+    assert "best (congestion_aware)" in answer and "best (congestion_unaware)" in answer
     # one backend: one best, as before
     one = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50, 100]}}, "one.yaml")
     assert sweep_main([one, "--out", str(tmp_path / "one"), "--jobs", "1", "--no-plots"]) == 0

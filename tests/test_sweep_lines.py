@@ -17,7 +17,8 @@ DEFAULT = Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"
 STEP = DEFAULT.parent / "workloads" / "step_8npus_1MB" / "step"
 
 
-def _stopped_after_one(points, jobs, inputs, on_result, out, where=lambda p: p.key, close_fds=(), score=None):
+def _stopped_after_one(points, jobs, inputs, on_result, out, where=lambda p: p.key, close_fds=(), score=None,
+                       best=None):
     """run_local stopped by Ctrl-C after its first point."""
     on_result(points[0], run_point(points[0].scenario, where(points[0])), [])
     return runner.RunOutcome(1, interrupted=True)

@@ -17,7 +17,8 @@ from simpy_astra.sweep.spec import load_sweep
 DEFAULT = Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"
 
 
-def _finishing_backwards(points, jobs, inputs, on_result, out, where=lambda p: p.key, close_fds=(), score=None):
+def _finishing_backwards(points, jobs, inputs, on_result, out, where=lambda p: p.key, close_fds=(), score=None,
+                         best=None):
     """run_local as a busy machine may run it: the last point finishes first."""
     for p in reversed(points):
         on_result(p, run_point(p.scenario, where(p)), [])

@@ -78,7 +78,8 @@ def test_a_constraint_met_only_by_points_that_do_not_fit_says_so(tmp_path, capsy
                                      "cluster.preset": ["dgx-a100-40gb", "dgx-h100"]}, args=args,
                           constraints=["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"])
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
-    err = " ".join(capsys.readouterr().err.split())
+    said = capsys.readouterr()
+    err = " ".join((said.err + said.out).split())  # the summary, then the answer (stdout)
     import csv
     import json
 

@@ -121,14 +121,15 @@ def test_an_interrupted_sweeps_best_is_called_the_best_so_far(tmp_path, monkeypa
                           constraints=["mfu > 0.01"])
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 130
-    err = capsys.readouterr().err
+    said = capsys.readouterr()
+    err = said.err
     assert [r["status"] for r in rows(out)] == ["ok"]
     assert "sweep sweep: 1 of 3 points, 0 failed, " in err and " s, interrupted\n" in err
-    lines = err.splitlines()
+    lines = said.out.splitlines()  # the answer, on stdout
     assert any(line.startswith("best so far: tp=1 -> ") for line in lines)
     assert "best so far with mfu > 0.01: the same point" in lines
     assert not any(line.startswith("best:") or line.startswith("best with") for line in lines)
-    assert lines[-2].startswith("interrupted: 1 of 3 points saved in ")
+    assert err.splitlines()[-2].startswith("interrupted: 1 of 3 points saved in ")
 
 
 # ---------------------------------------------------------------- points that run one step
@@ -189,12 +190,12 @@ def test_a_constraints_best_that_is_the_overall_best_is_said_once(tmp_path, caps
     path = megatron_sweep(tmp_path, {"cluster.nccl_tree_efficiency": [1.0, 0.5]},
                           constraints=["memory_per_gpu_gib <= 80", "nccl_tree_efficiency > 0.7 or mfu < 0"])
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
-    lines = capsys.readouterr().err.splitlines()
+    lines = capsys.readouterr().out.splitlines()  # the answer, on stdout
     start = next(i for i, line in enumerate(lines) if line.startswith("best:"))
     assert lines[start].startswith("best: nccl_tree_efficiency=1.0 -> ")
     assert lines[start + 1:start + 3] == ["  tied with nccl_tree_efficiency=0.5 at this figure (the first in sweep "
                                           "order is", "    named)"]
-    assert lines[start + 5:-1] == ["best with memory_per_gpu_gib <= 80: the same point",
+    assert lines[start + 5:] == ["best with memory_per_gpu_gib <= 80: the same point",
                                    "best with nccl_tree_efficiency > 0.7 or mfu < 0: the same point",
                                    "  tied with no point that meets it"]
 
@@ -225,7 +226,7 @@ def test_a_null_coordinate_is_a_value_in_minimise_and_result_constraints(tmp_pat
     best = json.loads((tmp_path / "out" / "best.json").read_text())
     assert best["best"]["coordinates"] == {"cluster.nccl_algo": None}
     assert [e["coordinates"] for e in best["best_under"].values()] == [{"cluster.nccl_algo": None}]
-    assert "best with nccl_algo != 'tree' or mfu < 0: the same point" in capsys.readouterr().err
+    assert "best with nccl_algo != 'tree' or mfu < 0: the same point" in capsys.readouterr().out
     path = megatron_sweep(tmp_path, {"cluster.nccl_algo": ["ring", None]}, constraints=["nccl_algo > 'a' or mfu < 0"])
     from simpy_astra.cli.main import main
 

@@ -118,7 +118,8 @@ def test_each_point_s_figures_follow_megatron_s_flop_count_its_memory_and_a_sing
             "none": {"workload.args.recompute-granularity": False}}}})
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
-    err = capsys.readouterr().err
+    said = capsys.readouterr()
+    err = said.err + said.out  # the summary, then the answer (stdout)
     with open(out / "results.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [(r["workload.args.tensor-model-parallel-size"], r["recompute"]) for r in rows] == \
@@ -171,7 +172,7 @@ def test_a_tie_for_best_names_the_first_in_sweep_order_and_says_the_others(tmp_p
     path = megatron_sweep(tmp_path, {"cluster.nccl_algo": ["tree", None, "ring"]}, args=args, cluster=cluster)
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out  # the answer, on stdout
     best = json.loads((out / "best.json").read_text())["best"]
     assert (best["coordinates"], best["objective"]) == ({"cluster.nccl_algo": None}, times[0])
     assert [t["coordinates"] for t in best["tied_with"]] == [{"cluster.nccl_algo": "ring"}]

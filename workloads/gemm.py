@@ -46,12 +46,14 @@ from typing import Any
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError, Param, integer_fix
 from simpy_astra.infra import files
+from simpy_astra.report.output import say_wrapped
 from simpy_astra.workloads.gemm_layers import (
     PASSES,
     STRATEGIES,
     GemmLayer,
     collectives,
     job_error,
+    overridden_parallel,
     pass_gemms,
     read_mnk,
 )
@@ -213,9 +215,14 @@ def layout(params: dict[str, Any]) -> WorkloadLayout:
     message one by one: every strategy's exchanges are all-reduces, all-gathers and
     reduce-scatters (:func:`collectives`), and data parallelism's only all-reduces; each names
     no group, so it runs over every NPU."""
-    npus = params.get("num_npus")
+    npus, mnk, strategy = params.get("num_npus"), params.get("mnk"), params.get("parallel")
+    try:  # a file that cannot be read stops the generation, naming it
+        warnings = overridden_parallel(read_mnk(mnk), strategy, mnk) if strategy in STRATEGIES else []
+    except InputError:
+        warnings = []
     return WorkloadLayout(ranks=npus if isinstance(npus, int) and not isinstance(npus, bool) and npus >= 1 else None,
-                          plays_messages=False, gathers=params.get("parallel") != "DATA", gathers_on_every_rank=True)
+                          plays_messages=False, gathers=strategy != "DATA", gathers_on_every_rank=True,
+                          warnings=tuple(warnings))
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:
@@ -270,8 +277,10 @@ def main(argv: list[str]) -> int:
                          f"1.0 takes the passes when it runs a .txt: num_passes in a scenario); remove it, or write "
                          f"ETs")
     array = ArraySpec.parse(args.array, args.dataflow, args.sram, args.include_prefetch)
-    workload = build(read_mnk(args.mnk), args.parallel, args.num_npus, array, args.num_packages,
-                     args.datatype_size)
+    layers = read_mnk(args.mnk)
+    for warning in overridden_parallel(layers, args.parallel, args.mnk):
+        say_wrapped(f"warning: {warning}")
+    workload = build(layers, args.parallel, args.num_npus, array, args.num_packages, args.datatype_size)
     paths = write(workload, args.output, args.num_npus, args.format, args.num_passes, args.clock_ghz)
     for layer, cyc in zip(workload.layers, workload.cycles, strict=True):
         print(f"{layer.name}: forward {cyc['fwd']}, input gradient {cyc['ig']}, weight gradient {cyc['wg']} cycles")

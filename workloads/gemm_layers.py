@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
@@ -23,17 +23,32 @@ class GemmLayer:
     m: int
     n: int
     k: int
+    #: the row's fifth column, the tutorial's per-layer parallelism ("" where none): read by
+    #: nothing, since ``parallel`` decides every layer's as the tutorial's generator does
+    written_parallel: str = field(default="", compare=False)
+    #: its line in the m,n,k file, for messages
+    line: int = field(default=0, compare=False)
 
 
 def read_mnk(path: str) -> list[GemmLayer]:
-    """The tutorial's CSV: a ``Layer,m,n,k`` header, then one GEMM per line (a fifth per-layer
-    parallelism column, HYBRID_CUSTOMIZED's, is ignored: ``--parallel`` decides)."""
+    """The tutorial's CSV: a ``Layer,m,n,k`` header, then one GEMM per line. A fifth column, the
+    layer's parallelism (HYBRID_CUSTOMIZED's), is overwritten by ``--parallel`` in the
+    tutorial's generator, so kept only to be warned of (:func:`overridden_parallel`); a sixth is
+    refused: the generator overwrites the last column then, and reads the fifth as the layer's
+    strategy (it stops on anything else), so the row does not say what it seems to."""
     text = files.read_text(path, "m,n,k file")
     rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
     if not rows or [c.strip().lower() for c in rows[0][:4]] != ["layer", "m", "n", "k"]:
         raise InputError.in_file(f"{path}:1", "expected the header 'Layer,m,n,k'")
     layers = []
     for no, row in enumerate(rows[1:], start=2):
+        while len(row) > 4 and not row[-1].strip():  # a spreadsheet's trailing empty cells
+            row.pop()
+        if len(row) > 5:
+            raise InputError.in_file(f"{path}:{no}", f"layer {row[0].strip()!r} has {len(row)} columns; the file "
+                                                     f"has Layer,m,n,k and an optional 5th, the layer's parallelism "
+                                                     f"(ASTRA-sim's generator then reads the 5th as the layer's "
+                                                     f"strategy); remove the columns past the 5th")
         if len(row) < 4:
             raise InputError.in_file(f"{path}:{no}", f"expected 'name,m,n,k' (got {','.join(row)!r})")
         try:
@@ -48,10 +63,24 @@ def read_mnk(path: str) -> list[GemmLayer]:
             fix = f"write {'_'.join(name.split())!r}" if name else "give the layer a name"
             raise InputError.in_file(f"{path}:{no}", f"layer name {name!r} must be one word (the ASTRA-sim 1.0 text "
                                                      f"workload splits its columns at spaces); {fix}")
-        layers.append(GemmLayer(name, m, n, k))
+        layers.append(GemmLayer(name, m, n, k, row[4].strip() if len(row) > 4 else "", no))
     if not layers:
         raise InputError.in_file(path, "no layers after the header")
     return layers
+
+
+def overridden_parallel(layers: list[GemmLayer], strategy: str, path: str) -> list[str]:
+    """A warning where a layer's fifth column names a strategy other than ``strategy``: the
+    tutorial's generator overwrites that column with ``--parallel`` (only its
+    HYBRID_CUSTOMIZED, not generated here, reads it), so the layer runs under ``strategy``."""
+    other = [layer for layer in layers if layer.written_parallel and layer.written_parallel != strategy]
+    if not other:
+        return []
+    first = other[0]
+    more = f" (and {len(other) - 1} more layer{'' if len(other) == 2 else 's'})" if len(other) > 1 else ""
+    return [f"{path}:{first.line}: layer {first.name}'s 5th column says {first.written_parallel}{more}, but "
+            f"parallel {strategy} decides every layer's, as ASTRA-sim's generator does (per-layer strategies, "
+            f"its HYBRID_CUSTOMIZED, are not generated here); remove the column, or set parallel"]
 
 
 def job_error(problem: str) -> InputError:

@@ -42,7 +42,7 @@ def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str,
         large = [r for r in log.rows if r.size_bytes >= min_size]
         if 0 < len(large) < every:
             fix = (f"use an N from 2 to {len(large)}" if len(large) >= 2 else "lower --min-size")
-            raise InputError(f"--hold-out-every {every}: {log.path} has {len(large)} sizes of at least {min_size} "
+            raise InputError(f"--hold-out-every {every}: {log.path} has {len(large)} size{'' if len(large) == 1 else 's'} of at least {min_size} "
                              f"bytes, so none would be held out; {fix}")
         out.update((log.path, r.line) for i, r in enumerate(large) if i % every == every - 1)
     return frozenset(out)

@@ -156,7 +156,7 @@ def fit(network: dict[str, Any], system: dict[str, Any], observations: list[Obse
                 lat_unit[d] = 1.0
     used = [o for o in observations if o.nccl_size >= min_size]
     if len(used) < 2 * len(groups):
-        raise InputError(f"calibrate: only {len(used)} logged sizes of at least {min_size} bytes "
+        raise InputError(f"calibrate: only {len(used)} logged size{'' if len(used) == 1 else 's'} of at least {min_size} bytes "
                          f"for {2 * len(groups)} unknowns; lower --min-size or log more sizes")
     rows, targets = [], []
     for o in used:

@@ -1,7 +1,8 @@
 """``simpy-astra sweep SWEEP.yaml --out DIR [--jobs N] [--cluster ADDRESS]``.
 
 Expands the sweep, runs the points not yet in DIR/results.csv (locally in parallel, or on a
-Dask cluster), then writes DIR/best.json, the plots and a summary table. See
+Dask cluster), then writes DIR/best.json, the plots, a summary table (stderr) and the best
+points, its answer (stdout, as ``run``'s). See
 ``simpy_astra/sweep/spec.py`` for the YAML.
 
 Exit status: 0 done; 2 a bad input (one ``error:`` line naming the file and field, before any
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import operator
 import os
 import signal
 import sys
@@ -360,6 +362,16 @@ def _scorer(spec: SweepSpec, points: list[Point]):
     return score
 
 
+def _best_before(spec: SweepSpec, points: list[Point], store: ResultsStore) -> Any:
+    """The best of the rows results.csv has before the points run: a resumed sweep's best so
+    far may be one of them (its progress named the best new point, a slower one)."""
+    from simpy_astra.sweep.best import outcomes
+    from simpy_astra.sweep.runner import best_before
+
+    rows = outcomes(spec, points, store.rows, store.point_inputs)
+    return best_before([(o.point, o.figures) for o in rows], _scorer(spec, points))
+
+
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore, todo: list[Point],
          refused: dict[str, dict[str, Any] | None], client: Any) -> int:
     """Run ``todo`` (the points without a row; ``refused``: each one's invalid row or None),
@@ -372,9 +384,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     _write_point_scenarios(args.out, points, _module_note(spec))
     out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
 
-    def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
-        return p.where(args.sweep)
-
+    label = operator.methodcaller("where", args.sweep)  # what a failing point's error names: p.where(sweep)
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local process{'es' if jobs != 1 else ''}"
@@ -395,18 +405,20 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         if refused[p.key]:
             save(p, refused[p.key], [])
     todo = [p for p in todo if not refused[p.key]]
+    score, before = _scorer(spec, points), _best_before(spec, points, store)
     if client is not None:
-        outcome = run_cluster(todo, client, store.inputs, save, out, where=label, score=_scorer(spec, points))
+        outcome = run_cluster(todo, client, store.inputs, save, out, where=label, score=score, best=before)
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,),
-                            score=_scorer(spec, points))
+                            score=score, best=before)
     wall_s = time.perf_counter() - t0
     if not outcome.interrupted:  # every point has its row: in sweep order, whatever finished first
         store.in_sweep_order(spec.order)
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted)  # the answer first: the plots take a second or two more
+    print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted, answer=Output(sys.stdout))
+    sys.stdout.flush()  # the answer (stdout, as run's) before the plots' seconds and stderr's lines below it
     skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"

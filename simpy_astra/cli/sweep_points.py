@@ -19,20 +19,21 @@ def point_line(key: str, coordinates: list[str], mark: str, width: int | None = 
     (default :func:`~simpy_astra.report.widths.plain_width`): a
     coordinate that does not fit the line goes on the next, indented (one longer than a line
     is cut where the line ends)."""
-    from simpy_astra.report.widths import plain_width
+    from simpy_astra.report.widths import cut, plain_width, text_width
 
     width = width or plain_width()
     lines, line = [], key
     for word in coordinates:
-        if len(line) + 1 + len(word) <= width:
+        if text_width(line) + 1 + text_width(word) <= width:
             line += " " + word
             continue
         lines.append(line)
         line = "  " + word
-        while len(line) > width:
-            lines.append(line[:width])
-            line = "  " + line[width:]
-    if mark and len(line) + 2 + len(mark) > width:
+        while text_width(line) > width:
+            head, rest = cut(line, width)
+            lines.append(head)
+            line = "  " + rest
+    if mark and text_width(line) + 2 + len(mark) > width:
         lines.append(line)
         line = ""
     return "\n".join([*lines, line + ("  " + mark if mark else "")])

@@ -99,6 +99,9 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = Fals
             if npu in seen:
                 raise InputError.at(src, key, f"lists NPU {npu} twice; list each NPU once", kind="group")
             seen.add(npu)
+        if int(key) in groups:  # a YAML mapping's 1: beside its '1': (a file's keys are all strings)
+            raise InputError.at(src, key, f"is given twice (the number {key} and the string '{key}' are one id); "
+                                          f"keep one", kind="group")
         groups[int(key)] = tuple(members)
     return groups
 

@@ -53,6 +53,11 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
             except InputError as exc:
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, written_groups(made.comm_groups, value["generate"], where)
+        if isinstance(value, str) and value.endswith(".txt"):  # else 'no ET files X.txt.0.et ...'
+            raise InputError(f"{where}: {value!r} is an ASTRA-sim 1.0 text workload, which a job does not "
+                             f"convert (a scenario's one workload does); convert it for the job's ranks first "
+                             f"(simpy-astra convert text --input {value} --output PREFIX --num-npus RANKS "
+                             f"--num-passes 1) and give the prefix")
         if isinstance(value, str) and value:
             return scenario_path(path, value, where.removeprefix(f"{path}: ")), None
         raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
@@ -75,8 +80,30 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
     memory.check_total_npus(net.total_npus)
     jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,
                      lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)
+    if system is not None and all("system" in written for written in doc["jobs"]):
+        raise InputError(f"{path}: field 'system': every job gives its own system (jobs[i].system), so this one "
+                         f"is read by none; remove it, or a job's system: to run that job on it")
     for job in jobs:
         job.system.check_npu_groups(net.total_npus)
+    refuse_groups_no_reader_runs(jobs)
     return SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
                             remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
                             jobs=jobs, fold_symmetry=doc.get("fold_symmetry"))
+
+
+def refuse_groups_no_reader_runs(jobs: list[Any]) -> None:
+    """An ``npu-groups`` entry naming an NPU that no job reading its system runs, refused: each
+    NPU takes its hardware from its own job's system, so such an entry changed nothing, in
+    silence (a job's own system naming its ranks 0..3 where it runs on NPUs 4..7)."""
+    for job in jobs:
+        readers = [other for other in jobs if other.system == job.system]
+        run = {npu for other in readers for npu in other.npus}
+        for i, group in enumerate(job.system.npu_groups):
+            outside = [npu for npu in group.npus if npu not in run]
+            if outside:
+                named = "; ".join(f"{other.name} on NPUs {', '.join(map(str, other.npus))}" for other in readers)
+                raise InputError.at(job.system.source, f"npu-groups[{i}].npus",
+                                    f"names NPU{'s' if len(outside) > 1 else ''} {', '.join(map(str, outside))}, "
+                                    f"which no job reading this system runs (job{'s' if len(readers) > 1 else ''} "
+                                    f"{named}), so the group would change nothing there; its ids are physical "
+                                    f"NPU ids: name those jobs' NPUs")

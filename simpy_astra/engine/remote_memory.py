@@ -1,8 +1,9 @@
 """Remote (expanded) memory for MEM_LOAD / MEM_STORE nodes, ASTRA-sim's analytical model.
 
 An access of ``s`` bytes takes ``latency + trunc(s / bandwidth)`` ns. Per-NPU expansion
-serves every access at once; per-node expansion serialises the NPUs of one node on one
-FIFO server; a memory pool serialises every NPU on one server.
+serves every access at once; per-node expansion serialises the NPUs of one node (physical NPU
+ids: in a run of several jobs, not the jobs' ranks) on one FIFO server; a memory pool
+serialises every NPU on one server.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class RemoteMemory:
         if kind == "PER_NPU_MEMORY_EXPANSION":
             npu.clock.register(t, lambda _a: done(), None)
             return
-        key = npu.npu_id // self.config.num_npus_per_node if kind == "PER_NODE_MEMORY_EXPANSION" else 0
+        # a node's NPUs are physical ones: a job's ranks 0..3 on NPUs 4..7 queued at node 0's server
+        key = npu.device_id // self.config.num_npus_per_node if kind == "PER_NODE_MEMORY_EXPANSION" else 0
         server = self._servers.setdefault(key, _Server())
         server.queue.append((npu, t, done))
         if not server.busy:

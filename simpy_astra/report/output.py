@@ -15,10 +15,13 @@ from simpy_astra.report.widths import (
     column_blocks,
     fits_plain,
     fitting_columns,
+    padded,
     plain_column_widths,
     plain_width,
     plain_widths,
     rich_widths,
+    text_width,
+    wrapped,
 )
 
 
@@ -44,8 +47,8 @@ def say(text: str, stream: TextIO | None = None, *, wrap_in_pipe: bool = False) 
         for line in text.splitlines() or [""]:  # a line of its own stays one
             # 'warning:' stays beside its first word (a path too long for the line): not alone above it
             line = line.replace(" ", "\u00a0", 1) if line.startswith(("warning: ", "note: ")) else line
-            lines.append(textwrap.fill(line, plain_width(), subsequent_indent="  ", break_long_words=False,
-                                       break_on_hyphens=False).replace("\u00a0", " ") or line)
+            lines.append("\n".join(wrapped(line, plain_width(), subsequent_indent="  ", break_long_words=False))
+                         .replace("\u00a0", " ") or line)
         text = "\n".join(lines)
     print(text, file=stream, flush=True)
 
@@ -149,19 +152,15 @@ class Output:
     def _plain_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],
                      folds: list[bool]) -> None:
         """Aligned text within :func:`plain_width`: a text cell (``folds``) too wide goes on below it."""
-        import textwrap
-
         widths = plain_widths(plain_column_widths(columns, rows), folds)
         # a title wider than the text (at COLUMNS=60) wraps at spaces, as rich wraps it over a table
-        for line in textwrap.wrap(title, plain_width(), subsequent_indent="  ", break_long_words=False,
-                                  break_on_hyphens=False) or [""]:
+        for line in wrapped(title, plain_width(), subsequent_indent="  ", break_long_words=False) or [""]:
             print(line, file=self.stream)
         for cells in (columns, *rows):  # a header wider than its column wraps at spaces, as on a terminal
-            pieces = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if (f or cells is columns) and len(c) > w
+            pieces = [wrapped(c, w) or [""] if (f or cells is columns) and text_width(c) > w
                       else [c] for c, w, f in zip(cells, widths, folds, strict=True)]
             for k in range(max(map(len, pieces))):
-                print("  ".join((p[k] if k < len(p) else "").ljust(w) if a == "left" else
-                                (p[k] if k < len(p) else "").rjust(w)
+                print("  ".join(padded(p[k] if k < len(p) else "", w, a)
                                 for p, w, a in zip(pieces, widths, align, strict=True)).rstrip(), file=self.stream)
 
     def _rich_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],

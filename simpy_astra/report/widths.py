@@ -27,6 +27,52 @@ def plain_width() -> int:
     return max(PLAIN_MIN_WIDTH, min(PLAIN_WIDTH, columns)) if columns > 0 else PLAIN_WIDTH
 
 
+def text_width(text: str) -> int:
+    """The columns ``text`` takes on a terminal or in a monospaced file: a wide character
+    (East Asian, ``unicodedata.east_asian_width`` W or F: a job named in Chinese) two, a
+    combining mark none, every other one; ``len`` counted a CJK name half its width, so its
+    table ran past 80 columns with its figures out of line."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def padded(text: str, width: int, align: str) -> str:
+    """``text`` padded with spaces to ``width`` columns (:func:`text_width`), left or right aligned."""
+    room = " " * max(0, width - text_width(text))
+    return text + room if align == "left" else room + text
+
+
+def cut(text: str, width: int) -> tuple[str, str]:
+    """``text`` split where :func:`text_width` reaches ``width`` (at least one character first)."""
+    end = len(text)
+    while end > 1 and text_width(text[:end]) > width:
+        end -= 1
+    return text[:end], text[end:]
+
+
+def wrapped(text: str, width: int, subsequent_indent: str = "", break_long_words: bool = True) -> list[str]:
+    """``textwrap.wrap(text, width, ...)`` (never at a hyphen) counting columns by
+    :func:`text_width`: textwrap itself, which counts characters, given each wide character
+    followed by a NUL that stands for its second column (taken out of the lines after): the
+    same lines as textwrap's for any text without wide characters."""
+    import textwrap
+
+    if text_width(text) == len(text):
+        return textwrap.wrap(text, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
+                             break_on_hyphens=False)
+    marked = "".join(c + _SECOND_COLUMN if text_width(c) == 2 else c for c in text)
+    return [line.replace(_SECOND_COLUMN, "") for line in textwrap.wrap(
+        marked, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
+        break_on_hyphens=False)]
+
+
+#: what stands for a wide character's second column while textwrap counts (no text holds it)
+_SECOND_COLUMN = "\0"
+
+
 def fits_plain(widths: Sequence[int]) -> bool:
     """Whether plain-text columns of these widths (two spaces apart) fit :func:`plain_width`."""
     return sum(widths) + 2 * (len(widths) - 1) <= plain_width()
@@ -37,9 +83,9 @@ def plain_column_widths(columns: Sequence[str], rows: Sequence[Sequence[str]]) -
     half the line (a long report expression) counts by its longest word, and wraps at spaces."""
     widths = []
     for i, head in enumerate(columns):
-        cells = max((len(row[i]) for row in rows), default=0)
-        words = max((len(w) for w in head.split()), default=0)
-        widths.append(max(cells, len(head) if len(head) <= plain_width() // 2 else words, 1))
+        cells = max((text_width(row[i]) for row in rows), default=0)
+        words = max((text_width(w) for w in head.split()), default=0)
+        widths.append(max(cells, text_width(head) if text_width(head) <= plain_width() // 2 else words, 1))
     return widths
 
 
@@ -61,13 +107,13 @@ def fit_words(head: str, tail: str, width: int) -> str:
     run of them marked "..."), never part of one, the ones after them kept where they fit (one
     long coordinate no longer hides the rest: every point of a sweep read ``pp=2 ...``), and
     ``tail`` (a figure) always whole, even past ``width``."""
-    if len(head) + len(tail) <= width:
+    if text_width(head) + text_width(tail) <= width:
         return head + tail
     words = head.split()
     kept: list[str] = []
     for i, word in enumerate(words):
         mark = 0 if i == len(words) - 1 else len(" ...")  # room for the mark of a later gap
-        if len(" ".join([*kept, word])) + mark + len(tail) <= width:
+        if text_width(" ".join([*kept, word])) + mark + text_width(tail) <= width:
             kept.append(word)
         elif kept[-1:] != ["..."]:
             kept.append("...")
@@ -78,7 +124,7 @@ def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
     """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
     telling first), else the last cut by :func:`fit_words`."""
     for head in heads:
-        if len(head) + len(tail) <= width:
+        if text_width(head) + text_width(tail) <= width:
             return head + tail
     return fit_words(heads[-1], tail, width)
 

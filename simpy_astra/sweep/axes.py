@@ -169,6 +169,11 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
         for name, bundle in bundles.items():
             one_line(str(name), f"{where}: named")
             _finite(bundle, f"{where}: named: {name}")
+        names = [str(k) for k in bundles]
+        twice = [k for k in bundles if names.count(str(k)) > 1]
+        if twice:  # YAML's 1: and '1': are two keys, one name: one bundle was dropped
+            raise InputError(f"{where}: named: {str(twice[0])!r} names two bundles (the keys {twice[0]!r} and "
+                             f"{twice[1]!r} read as one name); give each its own name")
         return Axis(column, alias or column.replace("-", "_"), tuple(str(k) for k in bundles),
                     {str(k): dict(v) for k, v in bundles.items()})
     for v in values:  # printed in each point's line (--list, the progress lines, the summary)

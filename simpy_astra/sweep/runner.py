@@ -90,8 +90,11 @@ class _PlainProgress:
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
-    def add_task(self, _name: str, total: int, last: Finished | None) -> int:
+    def add_task(self, _name: str, total: int, last: Finished | None, best: Finished | None = None) -> int:
+        """``best``: the best of the rows results.csv had before (a resumed sweep's best so
+        far may be one of them)."""
         self.total, self.next_tenth = total, 1
+        self.best = best
         self.start = self.last_line = self.clock()
         if total > PLAIN_POINT_LINES:
             self._print(_fitting(f"sweep: {total} points: a line at each tenth done and every {PLAIN_EVERY_S:.0f} s",
@@ -175,12 +178,21 @@ class Finished:
 Scorer = Callable[[Point, dict[str, Any]], "tuple[float, str] | None"]
 
 
+def best_before(rows: list[tuple[Point, dict[str, Any]]], score: Scorer | None) -> Finished | None:
+    """The best of the points that have a row already (in sweep order; the first of a tie), as
+    the progress names its best so far; None without one or without a ``score``."""
+    scored = [(label.score[0], i, label) for i, (point, figures) in enumerate(rows)
+              if (label := _label(point, figures, score)).score is not None]
+    return min(scored, key=lambda s: s[:2])[2] if scored else None
+
+
 def _label(point: Point, figures: dict[str, Any], score: Scorer | None = None) -> Finished:
     """The point as its lines name it (``tp=4 pp=2 vp=off``) and its figure, or its status."""
     coords = point.label
     if figures.get("status") != "ok":
         return Finished(coords, str(figures.get("status") or "error"), ok=False, terse=point.terse)
-    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True, terse=point.terse,
+    too_large = " (too large)" if figures.get("fits") == 0 else ""  # never named best: said as it finishes
+    return Finished(coords, f"{figures['finish_ns']:,} ns{too_large}", ok=True, terse=point.terse,
                     score=score(point, figures) if score else None)
 
 
@@ -300,7 +312,8 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
               where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = (),
-              score: Scorer | None = None) -> RunOutcome:
+              score: Scorer | None = None, best: Finished | None = None) -> RunOutcome:
+    """``best``: the best of the rows there before (:func:`best_before`), the first best so far."""
     finished = 0
     completed = False
     pool: ProcessPoolExecutor | None = None
@@ -311,7 +324,7 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
         pending = {pool.submit(_work, p.scenario, where(p), inputs): p for p in points}
         order = {future: i for i, future in enumerate(pending)}
         with _progress(out) as progress:
-            task = progress.add_task("sweep", total=len(points), last=None)
+            task = progress.add_task("sweep", total=len(points), last=None, best=best)
             while pending:
                 done, _ = wait(pending, timeout=WAKE_EVERY_S, return_when=FIRST_COMPLETED)
                 if not done:
@@ -360,7 +373,8 @@ def connect_cluster(address: str) -> Any:
 
 
 def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
-                where: Callable[[Point], str] = lambda p: p.key, score: Scorer | None = None) -> RunOutcome:
+                where: Callable[[Point], str] = lambda p: p.key, score: Scorer | None = None,
+                best: Finished | None = None) -> RunOutcome:
     """The same points on a Dask cluster (``client``, from connect_cluster; the caller closes
     it); workers need simpy-astra installed and the base scenario's files (ET traces, configs)
     at the same paths (a shared file system)."""
@@ -372,7 +386,7 @@ def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_resu
         futures = {client.submit(run_point_checked, p.scenario, where(p), inputs, key=f"simpy-astra-point-{p.key}",
                                  pure=False): p for p in points}
         with _progress(out) as progress:
-            task = progress.add_task("sweep", total=len(points), last=None)
+            task = progress.add_task("sweep", total=len(points), last=None, best=best)
             for future in as_completed(futures):
                 point = futures[future]
                 try:

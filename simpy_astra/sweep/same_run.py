@@ -298,8 +298,9 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
         return None
     context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
                megatron_args_of(scenario) is not None, *_job_reads(scenario, job))
-    # (the played pairs are set by the rank grid: its sizes key them, listed only when first read)
-    grid = None if job is None else (job.tp, job.cp, job.dp, job.pp, job.pp_before_dp)
+    # (the played pairs are set by the rank grid and whether an all-to-all plays every pair:
+    # these key them, listed only when first read)
+    grid = None if job is None else (job.tp, job.cp, job.dp, job.pp, job.pp_before_dp, job.plays_all_to_all)
     text = json.dumps([cluster, context, grid], sort_keys=True, default=str)
     if text not in reads:
         reads[text] = _read_cluster(cluster, context, _played_pairs(scenario, job))

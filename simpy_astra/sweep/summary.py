@@ -8,6 +8,7 @@ from typing import Any
 
 from simpy_astra.errors import printable
 from simpy_astra.report.console import Output, plain_width
+from simpy_astra.report.widths import wrapped
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
 from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unmeasured, unreported
@@ -55,9 +56,11 @@ def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
 
 
 def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], out: Output,
-                  wall_s: float, top: int = 12, interrupted: bool = False) -> None:
+                  wall_s: float, top: int = 12, interrupted: bool = False, answer: Output | None = None) -> None:
     """``interrupted``: the points that finished before Ctrl-C or SIGTERM, whose best is the best
-    so far (said so: a plain 'best:' over 40 of 144 points read as the sweep's answer)."""
+    so far (said so: a plain 'best:' over 40 of 144 points read as the sweep's answer).
+    ``answer``: where the best lines go (the command's stdout, as ``run``'s answer), else ``out``."""
+    answer = answer or out
     ok = [o for o in done if o.ok]
     backends = summary.get("backends") or []
     # ranked within each network backend (best.py: points of two backends are not compared);
@@ -130,7 +133,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     for backend, section in sections.items():
         suffix = (" so far" if interrupted else "") + (f" ({backend})" if backend else "")
         unfit = section.get("left_out_not_fitting") or 0
-        _winner(out, spec, f"best{suffix}", section["best"], named,
+        _winner(answer, spec, f"best{suffix}", section["best"], named,
                 "none: no finished point fits the GPU's memory" if unfit else "")
         mine = [o for o in ok if backend is None or o.point.backend == backend]
         for text, entry in section["best_under"].items():
@@ -140,19 +143,19 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
                 for line in textwrap.wrap(f"best{suffix} with {text}: no finished point reports {', '.join(missing)} "
                                           f"(the runs do not measure it), so none is held to it", plain_width(),
                                           subsequent_indent="  "):
-                    out.line(line)
+                    answer.line(line)
                 continue
             if entry is not None and section["best"] is not None and entry["key"] == section["best"]["key"]:
-                _same_point(out, f"best{suffix} with {text}", entry, section["best"], spec)
+                _same_point(answer, f"best{suffix} with {text}", entry, section["best"], spec)
                 continue
             # points that meet it but are too large for their GPU: 'no point qualifies' hid them
             unfit = sum(1 for o in mine if not o.fits and satisfies(spec, o, constraint))
-            _winner(out, spec, f"best{suffix} with {text}", entry, named,
+            _winner(answer, spec, f"best{suffix} with {text}", entry, named,
                     f"none that fits the GPU's memory; {unfit} point{'s' if unfit > 1 else ''} "
                     f"meet{'' if unfit > 1 else 's'} it but do{'' if unfit > 1 else 'es'} not fit" if unfit else "")
     if summary.get("note"):  # within the plain width (one line of 110 columns)
         for line in textwrap.wrap(summary["note"], plain_width(), subsequent_indent="  "):
-            out.line(line)
+            answer.line(line)
 
 
 def _own_words(spec: SweepSpec, o: Outcome) -> str:
@@ -171,8 +174,8 @@ def _flagged(out: Output, word: str, colour: str, text: str) -> None:
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
     text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
-    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False,
-                              break_long_words=False):  # a coordinate, a path: never cut inside
+    for line in wrapped(f"{word} {text}", plain_width(), subsequent_indent="  ",
+                        break_long_words=False):  # a coordinate, a path: never cut inside
         out.line(line.replace("\u00a0", " "))
 
 
@@ -237,8 +240,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         kept = len(words) if len(figure) <= plain_width() // 2 else 2
         figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
         # a coordinate is cut only where it is longer than a line (a bundle's 100-letter name)
-        for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
-                                  break_on_hyphens=False):
+        for line in wrapped(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  "):
             out.line(line.replace("\u00a0", " "))
     if entry.get("tied_with"):  # a tie's first in sweep order is named: the others are as good
         _tie(out, spec, entry)

@@ -283,8 +283,14 @@ class MegatronJob:
         context-parallel exchange). Every other exchange is an all-reduce, reduce-scatter or
         all-gather (a context-parallel ``p2p`` ring's hops too), which a cluster's analytical
         backend times by NCCL's model, blind to those latencies."""
-        return (self.pp > 1 or self.ep > 1 and self.moe_alltoall
-                or self.cp > 1 and any(kind in ("a2a", "a2a+p2p") for kind in self.cp_comm_types))
+        return self.pp > 1 or self.plays_all_to_all
+
+    @property
+    def plays_all_to_all(self) -> bool:
+        """The trace holds an all-to-all (MoE's token dispatch, Ulysses' context-parallel
+        exchange), whose messages go between every pair of its group's ranks."""
+        return self.ep > 1 and self.moe_alltoall or self.cp > 1 and any(kind in ("a2a", "a2a+p2p")
+                                                                          for kind in self.cp_comm_types)
 
     @property
     def gathers(self) -> bool:

@@ -90,7 +90,7 @@ class Layout:
         next), one pair per rank: no per-message cost (a send back crosses the same links, so it
         is not listed). None where the job also plays an all-to-all (its pairs are not listed
         here: every route is taken as read)."""
-        if job.ep > 1 and job.moe_alltoall or job.cp > 1 and any(k in ("a2a", "a2a+p2p") for k in job.cp_comm_types):
+        if job.plays_all_to_all:
             return None
         stride = job.tp * job.cp * (1 if job.pp_before_dp else job.dp)
         period = stride * job.pp  # (tp-cp-pp-dp: a replica's ranks; else every rank)

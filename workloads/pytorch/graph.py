@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import make_node
 from simpy_astra.workloads.chakra.types import (
     COMM_COLL_NODE,
@@ -120,6 +121,9 @@ def build_rank_graph(trace: HostTrace, rank: int, names: dict[str, int],
             found.append(c)
             for t in c.outputs + op.tensors("outputs"):
                 writer[t.tensor_id] = c.node_id
+    if not nodes:  # an ET of no node, which ASTRA-sim and our run refuse: said here, at its source
+        raise InputError(f"{trace.path}: records no operator (only its thread's root node): the observer was "
+                         f"stopped before anything ran; record the trace around a training step")
     return RankGraph(nodes, found)
 
 
