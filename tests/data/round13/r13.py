@@ -1,0 +1,27 @@
+"""The researcher's module of round 13 (tests/test_extensions_round13.py), written from the docs."""
+
+from simpy_astra.network.backends import BackendSpec
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+
+class Resends(CongestionUnawareNetwork):
+    """docs/backends.md's Trunk shape, with a slip: a retransmission modelled by posting the
+    message again and giving both copies their arrival."""
+
+    pair_delays_only = False
+    attempts = 2
+
+    def send(self, src, dst, tag, size, fn, arg):
+        for _attempt in range(self.attempts):
+            entry = self.board.post_send(src, dst, tag, size, fn, arg)
+            self.board.arrive_after(self.message_delay_ns(src, dst, size), entry)
+
+
+class SendsOnce(Resends):
+    attempts = 1
+
+
+RESENDS = BackendSpec("resends", "posts each message twice",
+                      lambda env, dims, source, config=None: Resends(env, dims), folds=None, folded=None)
+SENDS_ONCE = BackendSpec("sends_once", "posts each message once",
+                         lambda env, dims, source, config=None: SendsOnce(env, dims), folds=None, folded=None)
