@@ -8,9 +8,11 @@ researcher's, against the one line the docs promise. The researcher's module is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.researcher_folder import researcher_folder
 from tests.test_extensions_round4 import ring_all_reduce
@@ -47,3 +49,56 @@ def test_a_backend_whose_send_posts_a_message_twice_is_named_not_a_warning(r13):
     assert line.startswith("error: network backend 'r13:Resends', send(): board.post_send was called 2 times for "
                            "the message of 1024 B from NPU 0 to NPU 1"), line
     assert "post it once" in line
+
+
+# -- validate and calibrate with a plug-in's backend -------------------------------------------------
+
+A100 = HERE / "data" / "nccl" / "dgx-a100-superbench"
+RING_SYSTEM = ('{"scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": 10, '
+               '"active-chunks-per-dimension": 1, "preferred-dataset-splits": 1, "local-mem-bw": 1000000, '
+               '"all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"], '
+               '"reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}')
+
+
+def _log_and_loggp(folder: Path) -> None:
+    """The DGX A100 all-reduce log's rows up to 4 KiB, docs/backends.md's loggp.py and a system
+    whose all-reduce is one ring (14 messages one after another on 8 GPUs)."""
+    lines = (A100 / "all_reduce.log").read_text().splitlines()
+    (folder / "ar.log").write_text("\n".join(lines[:32]) + "\n")
+    (folder / "loggp.py").write_text((HERE.parent / "examples" / "loggp.py").read_text())
+    (folder / "ring.json").write_text(RING_SYSTEM)
+
+
+def _csv_column(path: Path, column: str) -> list[float]:
+    import csv
+
+    with open(path) as f:
+        return [float(row[column]) for row in csv.DictReader(f)]
+
+
+@pytest.mark.parametrize("backend", ["loggp", "loggp:LOGGP"])
+def test_validate_and_calibrate_take_a_plugins_backend(r13, backend):
+    """docs/calibration.md: ``--backend`` fits and validates with that backend, and
+    docs/backends.md: a plug-in's backend is picked "as any backend". ``validate`` and
+    ``calibrate`` took only the built-in three (argparse's "invalid choice: 'loggp'"), and had
+    no ``--plugin``. They now take a plug-in's, as ``run`` does. LogGP adds 2 o = 600 ns to
+    each message: validate's ring all-reduce on 8 GPUs, 2 (n - 1) = 14 messages one after
+    another, is 8.4 us slower at every size than on congestion_unaware; calibrate, fitting a
+    message's time, gives the links 600 / 2 = 300 ns less latency (two links a message on a
+    Switch), the same bandwidth."""
+    _log_and_loggp(r13)
+    net = str(A100 / "network.yml")
+    simulated, fitted = {}, {}
+    for name, plugin in ((backend, ["--plugin", "loggp"] if ":" not in backend else []), ("congestion_unaware", [])):
+        _cli(r13, "validate", "ar.log", "--network", net, "--system", "ring.json", "--out", f"v{len(plugin)}",
+             "--backend", name, *plugin)
+        simulated[name] = _csv_column(r13 / f"v{len(plugin)}" / "validate.csv", "simulated_us")
+        _cli(r13, "calibrate", "ar.log", "--network", net, "--system", "ring.json", "--out", f"c{len(plugin)}",
+             "--min-size", "1", "--backend", name, *plugin)
+        out = r13 / f"c{len(plugin)}"
+        fitted[name] = yaml.safe_load((out / "network.yml").read_text())
+        assert json.loads((out / "calibration.json").read_text())["backend"] == name.partition(":")[0]
+    assert [round(a - b, 3) for a, b in zip(simulated[backend], simulated["congestion_unaware"], strict=True)] \
+        == [8.4] * len(simulated[backend])
+    assert fitted[backend]["bandwidth"] == fitted["congestion_unaware"]["bandwidth"]
+    assert round(fitted["congestion_unaware"]["latency"][0] - fitted[backend]["latency"][0], 3) == 300.0
