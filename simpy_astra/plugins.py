@@ -459,8 +459,19 @@ def import_object(spec: str) -> Any:
 
 
 @cache
+def _installed_entry_points() -> Any:
+    """Every installed package's entry points, read once (a scan of every package's metadata:
+    one scan for all our groups, not one per group)."""
+    return entry_points()
+
+
+@cache
 def _entry_points(group: str) -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=group)}
+    return {ep.name: ep for ep in _installed_entry_points().select(group=group)}
+
+
+#: (group, name) of the entry points loaded into a registry, under their own name
+_LOADED: set[tuple[str, str]] = set()
 
 
 def from_entry_point(group: str, name: str) -> Any | None:
@@ -468,6 +479,7 @@ def from_entry_point(group: str, name: str) -> Any | None:
     ep = _entry_points(group).get(name)
     if ep is None:
         return None
+    _LOADED.add((group, name))
     try:
         return ep.load()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken third-party package: say which one
@@ -479,6 +491,22 @@ def from_entry_point(group: str, name: str) -> Any | None:
             raise PluginError(f"{what}, declared by the installed package {dist} {version}, {missing}; reinstall "
                               f"{dist} or fix its entry point") from None
         raise PluginError(user_code_problem(what, exc), exc) from None
+
+
+def refuse_shadowed_entry_point(group: str, name: str, taken: Any) -> None:
+    """Refuse ``name``, which a registry gives to ``taken`` (ours, or a plug-in module's), when
+    an installed package also declares an entry point of that name in ``group``: the registry
+    is asked first, so the package's object would never run and the config would run
+    ``taken`` in its place, in silence. A registered name is refused the same way
+    (:func:`claim`); one the entry point itself registered is its own."""
+    ep = _entry_points(group).get(name)
+    if ep is None or (group, name) in _LOADED:
+        return
+    dist = getattr(getattr(ep, "dist", None), "name", None) or "an installed package"
+    whose = "simpy-astra's own" if origin(taken).startswith("simpy_astra.") else "the registered"
+    raise PluginError(f"entry point '{name}' of {group} ({ep.value}), declared by {dist}, has the name of "
+                      f"{whose} {origin(taken)}, which '{name}' runs: the entry point would never run; rename it "
+                      f"in {dist}, or name it as {ep.value} in the config")
 
 
 def _missing_target(value: str) -> str | None:

@@ -102,3 +102,40 @@ def test_validate_and_calibrate_take_a_plugins_backend(r13, backend):
         == [8.4] * len(simulated[backend])
     assert fitted[backend]["bandwidth"] == fitted["congestion_unaware"]["bandwidth"]
     assert round(fitted["congestion_unaware"]["latency"][0] - fitted[backend]["latency"][0], 3) == 300.0
+
+
+# -- an installed package's entry point named like one of ours ----------------------------------------
+
+def _package(folder: Path, entry_points: str) -> Path:
+    """A folder on PYTHONPATH holding an installed package 'ringpkg' that declares ``entry_points``."""
+    info = folder / "site" / "ringpkg-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ringpkg\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return folder / "site"
+
+
+@pytest.mark.parametrize("group, name, field, ours", [
+    ("simpy_astra.collectives", "ring", "system: field 'all-reduce-implementation[0]'",
+     "simpy_astra.collectives.ring:ring"),
+    ("simpy_astra.topologies", "Ring", "network: field 'topology[0]'", "simpy_astra.topologies.ring:Ring"),
+    ("simpy_astra.links", "fifo", "network: field 'link-model'", "simpy_astra.network.models.process_link:ProcessLink"),
+])
+def test_an_entry_point_named_like_one_of_ours_is_refused_naming_both(r13, group, name, field, ours):
+    """docs/collectives.md: an algorithm, topology or model may come from an entry point of an
+    installed package, "the entry point's name is the name configs use". One named like ours
+    (`ring`, `Ring`, `fifo`) was never loaded: the registry is asked first, so the config ran
+    ours in its place and said nothing. It is now one line naming both and the fixes; a
+    package whose entry point has a name of its own leaves a run of ours alone (the native
+    ring's E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n))."""
+    path = _write(r13, "s.yaml", _bench("all_reduce", 4096, 4),
+                  _net("Ring", 4, extra=", link-model: fifo"), "congestion_aware")
+    site = _package(r13, f"[{group}]\n{name} = r13:Resends\nmine = r13:Resends\n")
+    line = _one_line(_cli(r13, "run", path.name, "--quiet", status=2, path=site))
+    assert line.startswith(f"error: s.yaml: {field} "), line
+    assert f"entry point '{name}' of {group} (r13:Resends), declared by ringpkg, has the name of simpy-astra's own " \
+           f"{ours}, which '{name}' runs: the entry point would never run; rename it in ringpkg, or name it as " \
+           f"r13:Resends in the config" in line, line
+    (site / "ringpkg-0.1.dist-info" / "entry_points.txt").write_text(f"[{group}]\nmine = r13:Resends\n")
+    done = _cli(r13, "run", path.name, "--quiet", path=site)
+    assert f"iteration time {ring_all_reduce(4, 4096):,} ns" in done.stdout
