@@ -23,6 +23,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from simpy.events import Timeout
+
 from simpy_astra.infra import files
 
 COLLECTIVES_GROUP = "simpy_astra.collectives"
@@ -209,7 +211,11 @@ def serving_loop(element: Any) -> Any:
     if not inspect.isgenerator(loop):
         raise bad_return(element, "run", loop, "a generator: run() is the serving loop, a generator function "
                          "with a yield (one that serves from processes of its own: `return` then `yield`)")
-    return _instants_pass(element, loop) if users_method(type(element), "run") else loop
+    if not users_method(type(element), "run"):
+        return loop
+    return instants_pass(element.env, loop, f"{model_kind(element)} '{class_name(type(element))}', method run()",
+                         "wait for what it serves (yield self.env.timeout(t) with t > 0, or an event that offer() "
+                         "fires), or end the loop")
 
 
 def users_method(cls: type, name: str) -> bool:
@@ -218,30 +224,36 @@ def users_method(cls: type, name: str) -> bool:
     return not getattr(getattr(cls, name, None), "__module__", "simpy_astra.").startswith("simpy_astra.")
 
 
-def _instants_pass(element: Any, loop: Any) -> Any:
-    """``loop``, a user's model's serving loop, step by step, stopped in one line once it is
-    resumed too often in one instant: a loop that polls with ``env.timeout(0)`` holds the clock
+def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
+    """``loop``, a generator of the user's run as a SimPy process (a model's serving loop, a
+    co-simulation process), step by step, stopped in one line naming ``who`` and ``fix`` once
+    it is resumed too often in one instant by what it polls (a timer, or an event that had
+    happened when it yielded it): a loop that polls with ``env.timeout(0)`` holds the clock
     there for ever, and the stall watchdog, which wakes at later instants, never runs (the run
-    hung). A collective is held to the same count. Costs a generator step per resume of the
-    user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops are not wrapped."""
-    env, instant, resumes = element.env, -1.0, 0
+    hung). A wait for what comes (the next item of a ``sim.stream``, however many a burst
+    brings) is not counted. A collective is held to the same count. Costs a generator step per
+    resume of the user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops
+    are not wrapped."""
+    instant, resumes = -1.0, 0
     value: Any = None
     error: BaseException | None = None
+    polled = False  # what it waited on was a timer or had happened already: nothing it awaited came
     while True:
         if env.now != instant:
             instant, resumes = env.now, 0
-        resumes += 1
+        resumes += polled  # a wait for something that came (an item of a stream) is no poll, however many
         if resumes > ZERO_TIME_RESUMES:
+            frame = loop.gi_frame  # where it yields: the loop's line
+            at = f" (at {frame.f_code.co_filename}:{frame.f_lineno})" if frame is not None else ""
             loop.close()
-            raise PluginError(f"{model_kind(element)} '{class_name(type(element))}', method run() was resumed "
-                              f"{ZERO_TIME_RESUMES:,} times at {env.now:,} ns without simulated time passing: a "
-                              f"loop that polls with env.timeout(0) (or yields an event it already waited on) never "
-                              f"ends; wait for what it serves (yield self.env.timeout(t) with t > 0, or an event "
-                              f"that offer() fires), or end the loop")
+            raise PluginError(f"{who} was resumed {ZERO_TIME_RESUMES:,} times at {env.now:,} ns without simulated "
+                              f"time passing{at}: a loop that polls with env.timeout(0) (or yields an event it "
+                              f"already waited on) never ends; {fix}")
         try:
             event = loop.send(value) if error is None else loop.throw(error)
         except StopIteration as stop:
             return stop.value
+        polled = isinstance(event, Timeout) or getattr(event, "callbacks", ()) is None
         try:
             value, error = (yield event), None
         except GeneratorExit:

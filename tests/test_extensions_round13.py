@@ -139,3 +139,86 @@ def test_an_entry_point_named_like_one_of_ours_is_refused_naming_both(r13, group
     (site / "ringpkg-0.1.dist-info" / "entry_points.txt").write_text(f"[{group}]\nmine = r13:Resends\n")
     done = _cli(r13, "run", path.name, "--quiet", path=site)
     assert f"iteration time {ring_all_reduce(4, 4096):,} ns" in done.stdout
+
+
+# -- a co-simulation process that stops letting time pass ---------------------------------------------
+
+MONITOR = '''
+import sys
+
+from simpy_astra.simulation import Simulation
+
+sim = Simulation.from_scenario("cosim_ring.yaml")
+env, link = sim.env, sim.network.link(0, 1)
+
+
+def monitor(env, link, samples, every_ns, slip_at_ns):
+    last = 0
+    while True:
+        if env.now >= slip_at_ns:
+            every_ns = int(every_ns / 1e3)  # a unit slip, made at every sample: 1,000 ns, then 1, then 0
+        yield env.timeout(every_ns)
+        samples.append(link.busy_ns - last)
+        last = link.busy_ns
+
+
+samples = []
+env.process(monitor(env, link, samples, 1000, float(sys.argv[1])))
+print(max(r.finished_ns for r in sim.run()), sum(samples))
+'''
+
+
+def test_a_cosimulation_process_that_polls_at_0_ns_mid_run_is_one_line_not_a_hang(r13):
+    """docs/cosimulation.md: a process of one's own added to ``sim.env`` (its monitor samples
+    link 0->1 every 1,000 ns); the run ends when every NPU has finished, and "a collective
+    phase that loops on timers of 0 ns is stopped at once". A monitor whose interval became 0
+    mid-run (a unit slip, ``int(every_ns / 1e3)`` at every sample from 5,000 ns on: 1 ns, then 0
+    from 5,001 ns) held the clock at that instant and ``sim.run()`` never returned. It now
+    raises one line naming the process, the instant, its line and the fix. Without the slip the run ends at the docs' 6 (d(2^18) + E) + E = 32,362 ns and the
+    samples add up to the link's busy time, 6 x trunc(2^18 / B) = 29,292 ns (docs: 29,292)."""
+    import subprocess
+    import sys
+
+    (r13 / "cosim_ring.yaml").write_text((HERE.parent / "examples" / "cosim_ring.yaml").read_text())
+    (r13 / "monitor.py").write_text(MONITOR)
+    run = [sys.executable, "monitor.py"]
+    right = subprocess.run([*run, "1e12"], cwd=r13, capture_output=True, text=True, timeout=300)
+    assert right.stdout.split() == ["32362", str(6 * int(2**18 / (50 * 2**30 / 1e9)))] == ["32362", "29292"]
+    slip = subprocess.run([*run, "5000"], cwd=r13, capture_output=True, text=True, timeout=300)
+    last = slip.stderr.strip().splitlines()[-1]
+    assert last.startswith("simpy_astra.plugins.PluginError: process 'monitor' was resumed 100,000 times at 5,001 ns "
+                           "without simulated time passing (at "), last
+    assert "monitor.py:15): " in last and "wait for what it polls" in last
+
+
+def test_a_stream_reader_resumed_by_a_burst_in_one_instant_is_not_taken_for_a_poll(monkeypatch):
+    """The check above counts the resumes a process polls for (a timer, an event that had
+    happened), not those for what comes: a reader of ``sim.stream("message_sent")`` is resumed
+    once per message, and a burst may bring more in one instant than the limit. With the limit
+    at 3, the docs' ring (cosim_ring.yaml) sends one message per NPU after the endpoint delay,
+    4 at E = 10 ns; the reader sees all 2 (n - 1) n = 24 and the run ends at its 32,362 ns,
+    while a poller at 0 ns is stopped after 3 rounds."""
+    from simpy_astra import plugins
+    from simpy_astra.simulation import Simulation
+
+    monkeypatch.setattr(plugins, "ZERO_TIME_RESUMES", 3)
+    sim = Simulation.from_scenario(str(HERE.parent / "examples" / "cosim_ring.yaml"))
+    stream, seen = sim.stream("message_sent"), []
+
+    def reader(env):
+        while True:
+            seen.append(((yield stream.get()).time_ns, env.now))
+
+    sim.env.process(reader(sim.env))
+    assert max(r.finished_ns for r in sim.run()) == 32_362
+    assert len(seen) == 24 and [t for t, now in seen if t == now == 10] == [10] * 4
+
+    sim = Simulation.from_scenario(str(HERE.parent / "examples" / "cosim_ring.yaml"))
+
+    def poller(env):
+        while True:
+            yield env.timeout(0)
+
+    sim.env.process(poller(sim.env))
+    with pytest.raises(plugins.PluginError, match="process 'poller' was resumed 3 times at 0 ns"):
+        sim.run()
