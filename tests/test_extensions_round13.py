@@ -222,3 +222,21 @@ def test_a_stream_reader_resumed_by_a_burst_in_one_instant_is_not_taken_for_a_po
     sim.env.process(poller(sim.env))
     with pytest.raises(plugins.PluginError, match="process 'poller' was resumed 3 times at 0 ns"):
         sim.run()
+
+
+# -- a collective whose message size is divided with / ------------------------------------------------
+
+def test_a_collective_that_divides_its_size_with_a_slash_is_told_to_use_floor_division(r13):
+    """collectives/README.md: ``msg = ctx.size_bytes // n``. Written with ``/`` (262,144.0
+    bytes for 1 MiB on 4 NPUs, a whole number as a float) the run stopped saying only that "a
+    message size is an integer number of bytes", which the researcher believes it is; the
+    line now says what made it a float and the fix. The docs' own (``//``) gives their
+    2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n) = 79,530 ns."""
+    (r13 / "my_algos.py").write_text((HERE.parent / "examples" / "my_algos.py").read_text())
+    scenario = (HERE.parent / "examples" / "simple_ring.yaml").read_text()
+    (r13 / "simple_ring.yaml").write_text(scenario)
+    assert "iteration time 79,530 ns" in _cli(r13, "run", "simple_ring.yaml", "--quiet").stdout
+    (r13 / "slash.yaml").write_text(scenario.replace("my_algos:SIMPLE_RING", "r13:slash_ring"))
+    line = _one_line(_cli(r13, "run", "slash.yaml", "--quiet", status=2))
+    assert "collective algorithm 'slash_ring'" in line and "ctx.send(..., 262144.0)" in line, line
+    assert line.endswith("a size divided with / is a float: divide with // (ctx.size_bytes // n)"), line

@@ -25,3 +25,15 @@ RESENDS = BackendSpec("resends", "posts each message twice",
                       lambda env, dims, source, config=None: Resends(env, dims), folds=None, folded=None)
 SENDS_ONCE = BackendSpec("sends_once", "posts each message once",
                          lambda env, dims, source, config=None: SendsOnce(env, dims), folds=None, folded=None)
+
+
+def slash_ring(ctx):
+    """docs/collectives.md's simple_ring with its message size divided by ``/``, as a
+    researcher writes it first: a float, even where S/n is whole."""
+    n, i = len(ctx.members), ctx.index
+    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+    msg = ctx.size_bytes / n
+    for step in range(2 * (n - 1)):
+        ctx.send(right, msg)
+        yield ctx.recv(left, msg)
+        yield ctx.endpoint(reduce_bytes=msg if step < n - 1 else 0)
