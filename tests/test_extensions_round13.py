@@ -240,3 +240,40 @@ def test_a_collective_that_divides_its_size_with_a_slash_is_told_to_use_floor_di
     line = _one_line(_cli(r13, "run", "slash.yaml", "--quiet", status=2))
     assert "collective algorithm 'slash_ring'" in line and "ctx.send(..., 262144.0)" in line, line
     assert line.endswith("a size divided with / is a float: divide with // (ctx.size_bytes // n)"), line
+
+
+# -- a backend registered with its class as the build -------------------------------------------------
+
+DOUBLED = '''
+from simpy_astra.network.backends import BackendSpec, register
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+
+class Doubled(CongestionUnawareNetwork):
+    def message_delay_ns(self, src, dst, size_bytes):
+        return 2 * super().message_delay_ns(src, dst, size_bytes)
+
+
+DOUBLED = register(BackendSpec("doubled", "twice the analytical delay", BUILD, folds="pairs", folded=None))
+'''
+
+
+def test_a_backend_registered_with_its_class_as_build_is_told_the_function_to_write(r13):
+    """docs/backends.md: ``BackendSpec(name, help, build, folds, folded)`` with ``build(env,
+    dims, source, config=None)`` returning the network. Handed the class itself (``build=
+    Doubled``, whose ``__init__`` takes ``(env, dims, rails=None)``), the refusal printed the
+    signature of our base's ``__init__``, rails and all; it now names the class and the
+    function to write. Written so, each of the ring all-reduce's 14 messages (1 MiB on 8 NPUs
+    at 50 GB/s) takes twice d(S/8): E + 14 (2 d(S/8) + E)."""
+    from tests.test_extensions_round4 import d
+
+    (r13 / "loggp_ring.yaml").write_text((HERE.parent / "examples" / "loggp_ring.yaml").read_text()
+                                         .replace("[loggp]", "[doubled]").replace("backend: loggp", "backend: doubled"))
+    (r13 / "doubled.py").write_text(DOUBLED.replace("BUILD", "Doubled"))
+    line = _one_line(_cli(r13, "run", "loggp_ring.yaml", "--quiet", status=2))
+    assert "network backend 'doubled': build is the class Doubled, which cannot be called as build(env, dims, " \
+           "source, config=None); give a function that makes one: lambda env, dims, source, config=None: " \
+           "Doubled(env, dims)" in line and "rails" not in line, line
+    (r13 / "doubled.py").write_text(DOUBLED.replace("BUILD", "lambda env, dims, source, config=None: Doubled(env, dims)"))
+    hop = d(2**20 // 8, 50.0, 500)
+    assert f"iteration time {10 + 14 * (2 * hop + 10):,} ns" in _cli(r13, "run", "loggp_ring.yaml", "--quiet").stdout

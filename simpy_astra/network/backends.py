@@ -193,6 +193,11 @@ def register(spec: BackendSpec) -> BackendSpec:
     if not callable(spec.build):
         raise TypeError(f"network backend '{spec.name}': build {spec.build!r} is not callable")
     if unfit_call(spec.build, None, None, None, None):  # the run calls it so
+        if isinstance(spec.build, type):  # the network class itself, whose __init__ takes (env, dims)
+            raise TypeError(f"network backend '{spec.name}': build is the class {spec.build.__qualname__}, which "
+                            f"cannot be called as build(env, dims, source, config=None); give a function that makes "
+                            f"one: lambda env, dims, source, config=None: {spec.build.__qualname__}(env, dims) "
+                            f"(docs/backends.md)")
         raise TypeError(f"network backend '{spec.name}': build{inspect.signature(spec.build)} cannot be called as "
                         f"build(env, dims, source, config=None) (docs/backends.md)")
     if spec.folds not in (None, "pairs", "links"):
