@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.researcher_folder import researcher_folder
+from tests.researcher_folder import module_fixture
 from tests.test_extensions_round4 import ring_all_reduce
 from tests.test_extensions_round6 import _cli, _write
 from tests.test_extensions_round7 import _bench, _net
@@ -24,12 +24,8 @@ HERE = Path(__file__).resolve().parent
 R13 = HERE / "data" / "round13" / "r13.py"
 
 
-@pytest.fixture
-def r13(tmp_path: Path, monkeypatch) -> Path:
-    """A folder of the researcher's own holding r13.py, the working directory; the registries
-    are left as they were found."""
-    with researcher_folder(tmp_path, monkeypatch, {"r13": R13.read_text()}) as folder:
-        yield folder
+#: a folder of the researcher's own holding r13.py, the working directory
+r13 = module_fixture(R13)
 
 
 # -- a backend of one's own that posts a message twice ---------------------------------------------
