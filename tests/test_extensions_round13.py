@@ -273,3 +273,22 @@ def test_a_backend_registered_with_its_class_as_build_is_told_the_function_to_wr
     (r13 / "doubled.py").write_text(DOUBLED.replace("BUILD", "lambda env, dims, source, config=None: Doubled(env, dims)"))
     hop = d(2**20 // 8, 50.0, 500)
     assert f"iteration time {10 + 14 * (2 * hop + 10):,} ns" in _cli(r13, "run", "loggp_ring.yaml", "--quiet").stdout
+
+
+# -- a pipeline schedule written as a generator function ----------------------------------------------
+
+def test_a_schedule_written_as_a_generator_function_runs_as_its_list(r13):
+    """docs/megatron.md: a schedule is ``fn(stage, pp, micro_batches, chunks)`` returning Task
+    lists. GPipe written with ``yield Task(...)`` (the natural Python for an order) was refused,
+    "it returned generator, not a list". Its tasks are now taken in the order it yields them,
+    and the step is the one its list gives, to the ns."""
+    from simpy_astra.simulation import Simulation
+
+    job = ("workload: {generate: megatron, schedule: 'r13:%s', args: '--num-layers 4 --hidden-size 512 "
+           "--num-attention-heads 8 --seq-length 512 --micro-batch-size 1 --global-batch-size 4 "
+           "--pipeline-model-parallel-size 2 --bf16'}\ncluster: {preset: dgx-a100-80gb, gpus: 2}\n")
+    figures = {}
+    for name in ("gpipe_yielded", "gpipe_listed"):
+        (r13 / f"{name}.yaml").write_text(job % name)
+        figures[name] = max(r.finished_ns for r in Simulation.from_scenario(str(r13 / f"{name}.yaml")).run())
+    assert figures["gpipe_yielded"] == figures["gpipe_listed"] > 0

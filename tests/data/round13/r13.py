@@ -37,3 +37,17 @@ def slash_ring(ctx):
         ctx.send(right, msg)
         yield ctx.recv(left, msg)
         yield ctx.endpoint(reduce_bytes=msg if step < n - 1 else 0)
+
+
+def gpipe_yielded(stage, pp, micro_batches, chunks):
+    """GPipe as a generator function: every forward, then every backward in reverse."""
+    from simpy_astra.workloads.schedules.task import Kind, Task
+
+    for m in range(micro_batches):
+        yield Task(Kind.FORWARD, m, 0)
+    for m in reversed(range(micro_batches)):
+        yield Task(Kind.BACKWARD, m, 0)
+
+
+def gpipe_listed(stage, pp, micro_batches, chunks):
+    return list(gpipe_yielded(stage, pp, micro_batches, chunks))
