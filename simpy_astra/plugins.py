@@ -486,6 +486,14 @@ def _entry_points(group: str) -> dict[str, Any]:
 _LOADED: set[tuple[str, str]] = set()
 
 
+def forget_entry_points() -> None:
+    """Read the installed packages' entry points again at the next look-up (a package
+    installed since, as a test installs one)."""
+    _installed_entry_points.cache_clear()
+    _entry_points.cache_clear()
+    _LOADED.clear()
+
+
 def from_entry_point(group: str, name: str) -> Any | None:
     """The object an installed package registered under ``name`` in ``group``, if any."""
     ep = _entry_points(group).get(name)
