@@ -33,6 +33,7 @@ from simpy_astra.plugins import (
     entry_point_names,
     from_entry_point,
     import_object,
+    refuse_shadowed_entry_point,
     unfit_call,
     user_code_problem,
     users_inner_entry,
@@ -236,6 +237,7 @@ def resolve(name: str) -> ImplementationChoice | None:
     The one place that knows the names: config validation and the system layer both use it.
     Raises :class:`simpy_astra.plugins.PluginError` for a plugin that cannot be loaded."""
     if name in REGISTRY:
+        refuse_shadowed_entry_point(COLLECTIVES_GROUP, name, REGISTRY[name])
         return ImplementationChoice(REGISTRY[name])
     if name in _ONE_VARIANTS:
         return ImplementationChoice(REGISTRY[_ONE_VARIANTS[name]], spans_all_npus=True)

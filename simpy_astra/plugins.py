@@ -23,6 +23,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from simpy.events import Timeout
+
 from simpy_astra.infra import files
 from simpy_astra.infra.zero_time import ZERO_TIME_RESUMES, ZeroTimeGuard  # noqa: F401 - the limit, still importable here
 
@@ -198,13 +200,17 @@ def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
 def serving_loop(element: Any) -> Any:
     """``element.run()``, held to being a generator (a model's serving loop): a ``run`` written
     without a ``yield`` was SimPy's bare 'None is not a generator'. A ``run`` of the user's own
-    is also held to letting time pass (:func:`_instants_pass`); ours (a user's model that keeps
+    is also held to letting time pass (:func:`instants_pass`); ours (a user's model that keeps
     the base's loop included) always do and run as they are."""
     loop = element.run()
     if not inspect.isgenerator(loop):
         raise bad_return(element, "run", loop, "a generator: run() is the serving loop, a generator function "
                          "with a yield (one that serves from processes of its own: `return` then `yield`)")
-    return _instants_pass(element, loop) if users_method(type(element), "run") else loop
+    if not users_method(type(element), "run"):
+        return loop
+    return instants_pass(element.env, loop, f"{model_kind(element)} '{class_name(type(element))}', method run()",
+                         "wait for what it serves (yield self.env.timeout(t) with t > 0, or an event that offer() "
+                         "fires)")
 
 
 def users_method(cls: type, name: str) -> bool:
@@ -215,27 +221,32 @@ def users_method(cls: type, name: str) -> bool:
     return method is not None and not is_ours(method)
 
 
-def _instants_pass(element: Any, loop: Any) -> Any:
-    """``loop``, a user's model's serving loop, step by step, stopped in one line once it is
-    resumed too often in one instant (:class:`ZeroTimeGuard`, the rule a collective is held
-    to): a loop that polls with ``env.timeout(0)`` holds the clock there for ever, and the
-    stall watchdog, which wakes at later instants, never runs (the run hung). Costs a
-    generator step per resume of the user's loop (300 ns beside SimPy's 1.2 us to resume a
-    process); our loops are not wrapped."""
-    env, guard = element.env, ZeroTimeGuard()
+def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
+    """``loop``, a generator of the user's run as a SimPy process (a model's serving loop, a
+    co-simulation process), step by step, stopped in one line naming ``who`` and ``fix`` once
+    it is resumed too often in one instant by what it polls (a timer, or an event that had
+    happened when it yielded it): a loop that polls with ``env.timeout(0)`` holds the clock
+    there for ever, and the stall watchdog, which wakes at later instants, never runs (the run
+    hung). A wait for what comes (the next item of a ``sim.stream``, however many a burst
+    brings) is not counted. A collective is held to the same count. Costs a generator step per
+    resume of the user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops
+    are not wrapped."""
+    guard = ZeroTimeGuard()
     value: Any = None
     error: BaseException | None = None
+    polled = False  # what it waited on was a timer or had happened already: nothing it awaited came
     while True:
-        if guard.resumed(env.now):
+        if guard.resumed(env.now, counts=polled):  # a wait for what came (a stream's item) is no poll
+            frame = loop.gi_frame  # where it yields: the loop's line
+            at = f" (at {frame.f_code.co_filename}:{frame.f_lineno})" if frame is not None else ""
             loop.close()
-            raise PluginError(guard.problem(
-                f"{model_kind(element)} '{class_name(type(element))}', method run()",
-                "a loop that polls with env.timeout(0) (or yields an event it already waited on)",
-                "wait for what it serves (yield self.env.timeout(t) with t > 0, or an event that offer() fires)"))
+            raise PluginError(guard.problem(who, "a loop that polls with env.timeout(0) (or yields an event it "
+                                            "already waited on)", fix, at=at))
         try:
             event = loop.send(value) if error is None else loop.throw(error)
         except StopIteration as stop:
             return stop.value
+        polled = isinstance(event, Timeout) or getattr(event, "callbacks", ()) is None
         try:
             value, error = (yield event), None
         except GeneratorExit:
@@ -453,8 +464,27 @@ def import_object(spec: str) -> Any:
 
 
 @cache
+def _installed_entry_points() -> Any:
+    """Every installed package's entry points, read once (a scan of every package's metadata:
+    one scan for all our groups, not one per group)."""
+    return entry_points()
+
+
+@cache
 def _entry_points(group: str) -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=group)}
+    return {ep.name: ep for ep in _installed_entry_points().select(group=group)}
+
+
+#: (group, name) of the entry points loaded into a registry, under their own name
+_LOADED: set[tuple[str, str]] = set()
+
+
+def forget_entry_points() -> None:
+    """Read the installed packages' entry points again at the next look-up (a package
+    installed since, as a test installs one)."""
+    _installed_entry_points.cache_clear()
+    _entry_points.cache_clear()
+    _LOADED.clear()
 
 
 def from_entry_point(group: str, name: str) -> Any | None:
@@ -462,6 +492,7 @@ def from_entry_point(group: str, name: str) -> Any | None:
     ep = _entry_points(group).get(name)
     if ep is None:
         return None
+    _LOADED.add((group, name))
     try:
         return ep.load()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken third-party package: say which one
@@ -473,6 +504,22 @@ def from_entry_point(group: str, name: str) -> Any | None:
             raise PluginError(f"{what}, declared by the installed package {dist} {version}, {missing}; reinstall "
                               f"{dist} or fix its entry point") from None
         raise PluginError(user_code_problem(what, exc), exc) from None
+
+
+def refuse_shadowed_entry_point(group: str, name: str, taken: Any) -> None:
+    """Refuse ``name``, which a registry gives to ``taken`` (ours, or a plug-in module's), when
+    an installed package also declares an entry point of that name in ``group``: the registry
+    is asked first, so the package's object would never run and the config would run
+    ``taken`` in its place, in silence. A registered name is refused the same way
+    (:func:`claim`); one the entry point itself registered is its own."""
+    ep = _entry_points(group).get(name)
+    if ep is None or (group, name) in _LOADED:
+        return
+    dist = getattr(getattr(ep, "dist", None), "name", None) or "an installed package"
+    whose = "simpy-astra's own" if origin(taken).startswith("simpy_astra.") else "the registered"
+    raise PluginError(f"entry point '{name}' of {group} ({ep.value}), declared by {dist}, has the name of "
+                      f"{whose} {origin(taken)}, which '{name}' runs: the entry point would never run; rename it "
+                      f"in {dist}, or name it as {ep.value} in the config")
 
 
 def _missing_target(value: str) -> str | None:

@@ -37,3 +37,16 @@ def researcher_folder(folder: Path, monkeypatch, modules: dict[str, str]) -> Ite
                 registry.pop(name)
         for name in modules:
             sys.modules.pop(name, None)
+
+
+def module_fixture(path: Path):  # noqa: ANN201 - a pytest fixture
+    """A fixture giving a test a folder of the researcher's own that holds ``path`` (their
+    module, by its own name) and is the working directory, registries left as found."""
+    import pytest
+
+    @pytest.fixture
+    def folder(tmp_path: Path, monkeypatch) -> Iterator[Path]:
+        with researcher_folder(tmp_path, monkeypatch, {path.stem: path.read_text()}) as made:
+            yield made
+
+    return folder

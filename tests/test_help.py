@@ -58,8 +58,8 @@ def test_a_long_list_of_choices_is_spelled_out_in_the_flags_help(capsys, monkeyp
 
     monkeypatch.setenv("COLUMNS", "80")
     text = " ".join(help_of(capsys, *argv).split())
-    assert "[--backend NAME]" in text
-    assert "one of " + ", ".join(BACKENDS) in text
+    assert "[--backend NAME]" in text and "[--plugin MODULE]" in text
+    assert "; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items()) + "; or a plug-in's" in text
 
 
 def test_generate_and_convert_help_list_their_kinds(capsys):

@@ -119,13 +119,13 @@ def test_entry_points_name_algorithms(tmp_path: Path, user_dir: Path, monkeypatc
     from simpy_astra import plugins
     from simpy_astra.collectives import REGISTRY, resolve
 
-    plugins._entry_points.cache_clear()
+    plugins.forget_entry_points()
     try:
         choice = resolve("simpleRingEp")
         assert choice is not None and choice.algorithm.name == "simple_ring"
     finally:
         REGISTRY.pop("simpleRingEp", None)
-        plugins._entry_points.cache_clear()
+        plugins.forget_entry_points()
 
 
 def test_a_module_is_looked_for_in_the_working_directory_the_installed_packages_then_the_scenarios_folder(

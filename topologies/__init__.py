@@ -17,6 +17,7 @@ from simpy_astra.plugins import (
     class_name,
     from_entry_point,
     import_object,
+    refuse_shadowed_entry_point,
     unfit_call,
     user_code_problem,
     users_int,
@@ -77,6 +78,7 @@ def lookup(name: str) -> type[BasicTopology] | None:
     Raises :class:`simpy_astra.plugins.PluginError` for a plugin that cannot be loaded."""
     found = REGISTRY.get(name)
     if found is not None:
+        refuse_shadowed_entry_point(TOPOLOGIES_GROUP, name, found)
         return found
     found = import_object(name) if ":" in name else from_entry_point(TOPOLOGIES_GROUP, name)
     if found is None:

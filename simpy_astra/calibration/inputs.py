@@ -1,5 +1,6 @@
-"""Load the network YAML and system JSON the calibration commands start from, as mappings, and
-the records ``calibrate`` wrote that ``validate`` reads back (``--holdout``, ``--regimes``)."""
+"""Load the network YAML and system JSON the calibration commands start from, as mappings, the
+backend they simulate with, and the records ``calibrate`` wrote that ``validate`` reads back
+(``--holdout``, ``--regimes``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,20 @@ from typing import Any
 from simpy_astra.calibration.network_dims import check_network, refuse_unfittable
 from simpy_astra.calibration.system_defaults import default_system
 from simpy_astra.config import load_system_json, network_from_mapping
+from simpy_astra.config.astra_inputs import check_backend
 from simpy_astra.config.json_reader import load_json, parse_json
+from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.yaml_reader import load_yaml_mapping
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+
+
+def load_backend(backend: str, plugins: list[str]) -> str:
+    """``--backend``, read as ``run`` reads ``--network-backend``: the ``--plugin`` modules
+    loaded first, so a plug-in's backend is taken by its name (or as
+    ``package.module:BackendSpec``); the name it runs under."""
+    load_plugins(plugins, "--plugin")
+    return check_backend("--backend", backend)
 
 
 def load_network(path: str) -> dict[str, Any]:

@@ -285,13 +285,20 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
     p.add_argument("--out", required=True, help=out_help)
     p.add_argument("--collective", default=None,
                    help="the collective of every log, when the logs do not name it")
-    p.add_argument("--backend", default=DEFAULT_BACKEND, choices=list(BACKENDS),
-                   help=f"network backend to simulate with (default {DEFAULT_BACKEND})")
+    p.add_argument("--backend", default=DEFAULT_BACKEND, metavar="NAME",
+                   help=f"network backend to simulate with: {backends_help(f'default {DEFAULT_BACKEND}')}")
+    add_plugin_flag(p)
     p.add_argument("--gpu-memory-bw", type=float, default=None, metavar="GBPS",
                    help="GPU memory bandwidth in GB/s (1e9 B/s) for the local copy out-of-place "
                         "all-gathers and all-to-alls make (default: the datasheet value of the "
                         "logged GPU model; none if unknown)")
     return p
+
+
+def backends_help(default: str) -> str:
+    """A backend flag's help: every registered backend and what it models."""
+    return ("; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items())
+            + f"; or a plug-in's, by its name or as package.module:BackendSpec ({default})")
 
 
 def add_plugin_flag(p: argparse.ArgumentParser) -> None:

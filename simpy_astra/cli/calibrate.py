@@ -168,6 +168,9 @@ def _write_files(args: argparse.Namespace, logs: list, held_out: Any, network: d
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    from simpy_astra.calibration.inputs import load_backend
+
+    args.backend = load_backend(args.backend, args.plugin)  # a plug-in's too, once --plugin has loaded it
     from simpy_astra.calibration.holdout import held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.local_copy import check_memory_bw

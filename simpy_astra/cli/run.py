@@ -18,12 +18,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from simpy_astra.cli.args import ArgumentParser, add_plugin_flag, plain
+from simpy_astra.cli.args import ArgumentParser, add_plugin_flag, backends_help, plain
 from simpy_astra.cli.output_checks import check_outputs, distinct_outputs, writable_dir
 from simpy_astra.cli.run_reports import Finished, RunPlan, on_terminal, write_reports
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.errors import InputError
-from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+from simpy_astra.network.backends import DEFAULT_BACKEND
 from simpy_astra.report.console import say_wrapped
 from simpy_astra.report.links import busiest_links
 from simpy_astra.report.preparing import PreparingNotice
@@ -108,12 +108,6 @@ def _astra_parser() -> argparse.ArgumentParser:
     _add_answer_flags(p, "the reference's per-NPU lines (printed by default in this form)")
     _add_report_flags(p)
     return p
-
-
-def backends_help(default: str) -> str:
-    """``--network-backend``'s help: every registered backend and what it models."""
-    return ("; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items())
-            + f"; or a plug-in's, by its name or as package.module:BackendSpec ({default})")
 
 
 def astra_help() -> str:

@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    from simpy_astra.calibration.inputs import load_backend
+
+    args.backend = load_backend(args.backend, args.plugin)  # a plug-in's too, once --plugin has loaded it
     for flag, given in (("--holdout", args.holdout), ("--regimes", args.regimes)):
         if given is not None and not given.strip():  # an unset variable: not a run without it
             raise InputError(f"{flag}: must be a file path (got an empty string); leave the flag out to validate "

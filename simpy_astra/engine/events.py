@@ -19,7 +19,8 @@ own events (:mod:`simpy_astra.engine.phase_process`).
 event its outcome and run its callbacks in the instant, as ``Environment.step`` would, where
 ``Event.succeed`` would queue it behind the instant's other events (and so change the
 reference's order); :func:`wait_instead` moves a waiting process (its ``_target`` and
-``_resume``) to another event. :func:`call_after` and :func:`timeout` put entries on
+``_resume``) to another event; :func:`rewrap_starting_processes` reads the processes queued
+to start and hands one a wrapped generator (``_generator``). :func:`call_after` and :func:`timeout` put entries on
 SimPy's queue (``_queue``, ``_eid``, ``_now``) as ``Environment.schedule`` does, in one
 Python call instead of three: a run schedules one per message and per NPU tick. Checked
 against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
@@ -35,7 +36,7 @@ from typing import Any
 
 import simpy
 from simpy.core import NORMAL, URGENT, StopSimulation
-from simpy.events import Event, Timeout
+from simpy.events import Event, Initialize, Timeout
 
 Callback = Callable[[Any], None]
 
@@ -83,6 +84,22 @@ def wait_instead(process: simpy.Process, event: Event) -> None:
     process._target.callbacks.remove(resume)
     event.callbacks.append(resume)
     process._target = event
+
+
+def rewrap_starting_processes(env: simpy.Environment,
+                              wrap: Callable[[simpy.Process, Generator], Generator | None]) -> None:
+    """Every process on ``env``'s queue that has not started yet (its start event, SimPy's
+    ``Initialize``, queued) runs the generator ``wrap(process, generator)`` returns instead
+    of its own, unless that is None: a run holds a user's processes to letting time pass
+    before it runs them. Only processes still to start: one that started runs on as it is."""
+    for entry in env._queue:
+        start = entry[3]
+        if type(start) is Initialize and start.callbacks:
+            process = getattr(start.callbacks[0], "__self__", None)
+            if isinstance(process, simpy.Process):
+                wrapped = wrap(process, process._generator)
+                if wrapped is not None:
+                    process._generator = wrapped
 
 
 class Signal(Event):

@@ -154,7 +154,8 @@ class Phase:
             problem = "is this NPU itself" if peer == self.npu_id else f"does not exist (NPUs 0..{npus - 1})"
             raise self._misuse(f"{what}({peer!r}, ...)", f"the peer {problem}; name another NPU of ctx.members")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
-            raise self._misuse(f"{what}(..., {size_bytes!r})", "a message size is an integer number of bytes >= 0")
+            raise self._misuse(f"{what}(..., {size_bytes!r})",
+                               f"a message size is an integer number of bytes >= 0{_divided(size_bytes)}")
         return peer, size_bytes
 
     def _tag(self, what: str, tag: Any) -> int:
@@ -231,7 +232,7 @@ class Phase:
             reduce_bytes = users_int(reduce_bytes)
             if type(reduce_bytes) is not int or reduce_bytes < 0:
                 raise self._misuse(f"endpoint(reduce_bytes={reduce_bytes!r})",
-                                   "the bytes to reduce are an integer >= 0")
+                                   f"the bytes to reduce are an integer >= 0{_divided(reduce_bytes)}")
             back.result = reduce_bytes  # until it fires: what to reduce after the delay
             self.clock.register(self._endpoint_ns, self._reduce, back)
         else:
@@ -270,3 +271,10 @@ def _quoted(value: object) -> str:
         return f"the function {name}"
     text = repr(value)
     return text if len(text) <= 40 else f"a {type(value).__name__}"
+
+
+def _divided(size_bytes: object) -> str:
+    """The fix for a byte count an algorithm computed as a float (``ctx.size_bytes / n``, even
+    when it divides evenly), else nothing."""
+    return "; a size divided with / is a float: divide with // (ctx.size_bytes // n)" \
+        if isinstance(size_bytes, float) else ""

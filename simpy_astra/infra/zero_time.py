@@ -23,14 +23,16 @@ class ZeroTimeGuard:
         self.instant: float = -1.0
         self.resumes = 0
 
-    def resumed(self, now: float) -> bool:
-        """Count one resume at ``now``; True when it is one too many for this instant."""
+    def resumed(self, now: float, counts: bool = True) -> bool:
+        """Count one resume at ``now`` (unless it ``counts`` for nothing: a wait for what came,
+        however many a burst brings); True when it is one too many for this instant."""
         if now != self.instant:
             self.instant, self.resumes = now, 0
-        self.resumes += 1
+        self.resumes += counts
         return self.resumes > ZERO_TIME_RESUMES
 
-    def problem(self, who: str, loop: str, fix: str) -> str:
-        """The one line for ``who`` (what was resumed), whose ``loop`` never ends; ``fix``."""
+    def problem(self, who: str, loop: str, fix: str, at: str = "") -> str:
+        """The one line for ``who`` (what was resumed, ``at`` where it yields), whose ``loop``
+        never ends; ``fix``."""
         return (f"{who} was resumed {ZERO_TIME_RESUMES:,} times at {self.instant:,} ns without simulated time "
-                f"passing: {loop} never ends; {fix}, or end the loop")
+                f"passing{at}: {loop} never ends; {fix}, or end the loop")

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.engine.events import process_in_place
+from simpy_astra.engine.events import process_in_place, rewrap_starting_processes
 from simpy_astra.infra.horizon import api_number
+from simpy_astra.plugins import instants_pass, is_users_file
 from simpy_astra.running.observe import Observation, Observer
 
 if TYPE_CHECKING:
@@ -173,3 +174,27 @@ class CoSimulation:
                              f"not a switch: switches are numbered from {self.total_npus} on or named by their "
                              f"label; fail_device({device}) fails an NPU's links")
         self.fail_device(device)
+
+
+def hold_users_processes_to_time(env: simpy.Environment) -> None:
+    """The user's own processes added to the run's environment (docs/cosimulation.md), each
+    held to letting simulated time pass: one that loops within an instant (``yield
+    env.timeout(0)`` in a ``while`` without an exit) held the clock there, and ``sim.run()``
+    never returned, since the stall watchdog wakes at later instants only. It is stopped in
+    one line naming its function and the line it loops at. Checked for processes that have not started
+    when ``run()`` is called, whose generator is the user's code (ours run as they are); a
+    process one of them starts later is its own."""
+    users: dict[Any, bool] = {}  # by code object: a run starts thousands of processes of a few functions
+
+    def guarded(process: simpy.Process, generator: Any) -> Any:
+        code = getattr(generator, "gi_code", None)
+        if code is None:
+            return None
+        if code not in users:
+            users[code] = is_users_file(code.co_filename)
+        if not users[code]:
+            return None
+        return instants_pass(env, generator, f"process '{code.co_name}'", "wait for what it polls (yield env.timeout(t) with t > 0, or an "
+                                                   "event)")
+
+    rewrap_starting_processes(env, guarded)

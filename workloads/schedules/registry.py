@@ -103,6 +103,8 @@ def _checked(name: str, fn: Schedule) -> Schedule:
         what = f"pipeline schedule '{name}'"
         try:
             order = fn(stage, pp, micro_batches, chunks, **costs)
+            if inspect.isgenerator(order):  # a generator function's tasks (yield Task(...)), in their order
+                order = list(order)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
             raise PluginError(user_code_problem(what, exc), exc) from None
         if isinstance(order, list | tuple):  # numpy's ids (np.arange) as the ints they are

@@ -26,7 +26,14 @@ from simpy_astra.network.models.ecn import EcnLink
 from simpy_astra.network.models.process_link import ProcessLink
 from simpy_astra.network.models.strict_priority import StrictPriorityLink
 from simpy_astra.network.switch import SwitchElement
-from simpy_astra.plugins import PluginError, claim, from_entry_point, import_object, unfit_call
+from simpy_astra.plugins import (
+    PluginError,
+    claim,
+    from_entry_point,
+    import_object,
+    refuse_shadowed_entry_point,
+    unfit_call,
+)
 
 LINKS_GROUP = "simpy_astra.links"
 SWITCHES_GROUP = "simpy_astra.switches"
@@ -83,6 +90,7 @@ def _lookup(name: str, registry: dict[str, type], group: str, base: type, key: s
     """The class ``name`` names; :class:`~simpy_astra.plugins.PluginError` if none or broken."""
     found = registry.get(name)
     if found is not None:
+        refuse_shadowed_entry_point(group, name, found)
         return found
     found = import_object(name) if ":" in name else from_entry_point(group, name)
     if found is None:
