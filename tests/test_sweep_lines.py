@@ -46,3 +46,31 @@ def test_a_line_without_a_path_is_wrapped_within_80_columns_in_a_pipe(tmp_path):
     lines = path.read_text().splitlines()
     assert len(lines) > 1 and all(len(line) <= 80 for line in lines)
     assert " ".join(line.strip() for line in lines).endswith("recomputation or a smaller micro-batch")
+
+
+def test_each_point_line_shows_the_figure_the_sweep_minimises(tmp_path, monkeypatch, capsys):
+    """A sweep that minimises exposed communication said each point's finish time instead: the
+    line now reads the objective as results.csv holds it (the figure the best is chosen by)."""
+    import csv
+
+    base = {**yaml.safe_load(DEFAULT.read_text()), "workload": str(STEP)}
+    spec = {"base": base, "axes": {"network.bandwidth": [25, 50]}, "minimise": "exposed_comm_ns"}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(spec))
+    monkeypatch.chdir(tmp_path)
+    assert sweep_main(["sweep.yaml", "--out", "out", "--no-plots", "--jobs", "1"]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if " done; " in ln]
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {row["network.bandwidth"]: row for row in csv.DictReader(f)}
+    assert {r["exposed_comm_ns"] for r in rows.values()}.isdisjoint(r["finish_ns"] for r in rows.values())
+    expected = [f"sweep: {i}/2 done; bandwidth={bw}: {int(rows[bw]['exposed_comm_ns']):,} ns"
+                for i, bw in enumerate(("25", "50"), 1)]
+    assert lines == expected and all(len(ln) <= 80 for ln in lines)
+
+
+def test_a_point_too_large_shows_its_objective_and_is_never_ranked():
+    from types import SimpleNamespace
+
+    point = SimpleNamespace(label="tp=2", terse="")
+    figures = {"status": "ok", "fits": 0, "finish_ns": 5}
+    label = runner._label(point, figures, lambda p, f: (-0.25, "-mfu = -0.25"))
+    assert (label.result, label.score) == ("-mfu = -0.25 (too large)", None)

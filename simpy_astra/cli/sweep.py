@@ -344,8 +344,9 @@ def _say(out: Any, text: str, markup: str | None = None) -> None:
 
 
 def _scorer(spec: SweepSpec, points: list[Point]):
-    """A finished point's objective and how it reads, for the progress's best so far: among
-    points that ran and fit, as best.json ranks them; none across backends (never compared)."""
+    """A finished point's objective and how it reads, for its progress line and the best so
+    far (ranked among points that ran and fit, as best.json ranks them); none across backends
+    (never compared)."""
     from simpy_astra.sweep.best import Outcome, backends_of, objective_of
     from simpy_astra.sweep.summary import objective_text
 
@@ -355,7 +356,7 @@ def _scorer(spec: SweepSpec, points: list[Point]):
     def score(p: Point, figures: dict[str, Any]) -> tuple[float, str] | None:
         o = Outcome(p, figures)
         try:
-            value = objective_of(spec, o) if o.ok and o.fits else None
+            value = objective_of(spec, o) if o.ok else None
         except InputError:  # a figure the objective cannot use: best.json says so at the end
             return None
         return None if value is None else (value, objective_text(spec.goals.objective.text, value))

@@ -174,7 +174,8 @@ class Finished:
         return [self.coords, self.terse] if self.terse else [self.coords]
 
 
-#: a finished point's objective and how it reads (``32,815,460 ns``), None when not ranked
+#: a finished point's objective and how it reads (``32,815,460 ns``, ``-mfu = -0.379``), None
+#: where it has none; a point too large for its GPU is shown by it but never ranked
 Scorer = Callable[[Point, dict[str, Any]], "tuple[float, str] | None"]
 
 
@@ -191,9 +192,11 @@ def _label(point: Point, figures: dict[str, Any], score: Scorer | None = None) -
     coords = point.label
     if figures.get("status") != "ok":
         return Finished(coords, str(figures.get("status") or "error"), ok=False, terse=point.terse)
-    too_large = " (too large)" if figures.get("fits") == 0 else ""  # never named best: said as it finishes
-    return Finished(coords, f"{figures['finish_ns']:,} ns{too_large}", ok=True, terse=point.terse,
-                    score=score(point, figures) if score else None)
+    scored = score(point, figures) if score else None
+    figure = scored[1] if scored else f"{figures['finish_ns']:,} ns"  # what the sweep ranks by
+    if figures.get("fits") == 0:  # never named best: said as it finishes
+        return Finished(coords, f"{figure} (too large)", ok=True, terse=point.terse)
+    return Finished(coords, figure, ok=True, terse=point.terse, score=scored)
 
 
 # ------------------------------------------------------------------ inside a worker process
