@@ -293,6 +293,13 @@ def test_two_bundles_whose_names_read_alike_are_refused(tmp_path, capsys):
     assert error_lines(capsys, ["sweep", str(sweep), "--list"]) == [
         f"error: {sweep}: axes: machine: named: '1' names two bundles (the keys 1 and '1' read as one name); give "
         f"each its own name"]
+    # two such pairs: the keys named are the one name's pair (were 1 and 2, the first two of four)
+    sweep.write_text("base: base.yaml\naxes:\n  machine:\n    named:\n      1: {network.bandwidth: 25}\n"
+                     "      2: {network.bandwidth: 50}\n      '1': {network.bandwidth: 100}\n"
+                     "      '2': {network.bandwidth: 200}\n")
+    assert error_lines(capsys, ["sweep", str(sweep), "--list"]) == [
+        f"error: {sweep}: axes: machine: named: '1' names two bundles (the keys 1 and '1' read as one name); give "
+        f"each its own name"]
 
 
 def test_a_scenarios_comm_groups_beside_jobs_is_refused(tmp_path, capsys):
