@@ -156,6 +156,17 @@ def test_a_warning_naming_a_job_in_chinese_wraps_within_80_columns(monkeypatch, 
     assert len(lines) > 2 and max(map(_columns, lines)) <= 80, lines
 
 
+def test_a_word_of_wide_characters_too_long_for_a_line_is_cut_within_its_width():
+    # before: textwrap cut the word after 9 stand-ins, parting the 5th character from its second
+    # column: lines of 10 columns in 9, each a column over
+    from simpy_astra.report.widths import wrapped
+
+    for width in (9, 10, 79):
+        lines = wrapped("训练" * 50, width, subsequent_indent="  ")
+        assert "".join(line.strip() for line in lines) == "训练" * 50
+        assert max(map(_columns, lines)) <= width, (width, lines)
+
+
 # ---------------------------------------------------------------- a job's npu-groups
 
 def _two_jobs_with_groups(tmp_path, own_groups: list, shared_groups: list | None = None) -> str:
