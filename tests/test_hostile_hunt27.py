@@ -81,9 +81,8 @@ def test_an_mnk_row_of_six_columns_is_refused_naming_the_line(tmp_path):
     path = _mnk(tmp_path, "L0,1024,128,512\nL1,1024,128,512,MODEL,x\n")
     with pytest.raises(InputError) as err:
         read_mnk(path)
-    assert str(err.value) == (f"{path}:3: layer 'L1' has 6 columns; the file has Layer,m,n,k and an optional "
-                              f"5th, the layer's parallelism (ASTRA-sim's generator then reads the 5th as the "
-                              f"layer's strategy); remove the columns past the 5th")
+    assert str(err.value) == (f"{path}:3: layer 'L1' has 6 columns, past Layer,m,n,k and its parallelism; "
+                              f"remove those past the 5th")
     # a spreadsheet's trailing empty cells are no columns
     assert [layer.k for layer in read_mnk(_mnk(tmp_path, "L0,1024,128,512,,\n"))] == [512]
 
@@ -157,6 +156,17 @@ def test_a_warning_naming_a_job_in_chinese_wraps_within_80_columns(monkeypatch, 
     assert len(lines) > 2 and max(map(_columns, lines)) <= 80, lines
 
 
+def test_a_word_of_wide_characters_too_long_for_a_line_is_cut_within_its_width():
+    # before: textwrap cut the word after 9 stand-ins, parting the 5th character from its second
+    # column: lines of 10 columns in 9, each a column over
+    from simpy_astra.report.widths import wrapped
+
+    for width in (9, 10, 79):
+        lines = wrapped("训练" * 50, width, subsequent_indent="  ")
+        assert "".join(line.strip() for line in lines) == "训练" * 50
+        assert max(map(_columns, lines)) <= width, (width, lines)
+
+
 # ---------------------------------------------------------------- a job's npu-groups
 
 def _two_jobs_with_groups(tmp_path, own_groups: list, shared_groups: list | None = None) -> str:
@@ -181,9 +191,8 @@ def test_a_jobs_own_npu_groups_naming_its_ranks_not_its_npus_is_refused(tmp_path
     # scenario's system): both jobs ran 1,377,577 ns, the group changing nothing, unsaid
     path = _two_jobs_with_groups(tmp_path, [{"npus": [0, 1, 2, 3], "peak-perf": 1}])
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
-        f"error: {tmp_path / 'sys_b.json'}: field 'npu-groups[0].npus' names NPUs 0, 1, 2, 3, which no job reading "
-        f"this system runs (job b on NPUs 4, 5, 6, 7), so the group would change nothing there; its ids are "
-        f"physical NPU ids: name those jobs' NPUs"]
+        f"error: {tmp_path / 'sys_b.json'}: field 'npu-groups[0].npus' names NPUs 0-3, which no job on this "
+        f"system runs; name physical NPUs of its jobs (b: 4-7)"]
     # the fix named runs, and slows job b alone
     assert main(["run", _two_jobs_with_groups(tmp_path, [{"npus": [4, 5, 6, 7], "peak-perf": 1}])]) == 0
     finished = {line.split()[1]: line.split()[3] for line in capsys.readouterr().out.splitlines()
@@ -194,8 +203,8 @@ def test_a_jobs_own_npu_groups_naming_its_ranks_not_its_npus_is_refused(tmp_path
 def test_the_scenarios_npu_groups_naming_a_job_with_its_own_system_is_refused(tmp_path, capsys):
     path = _two_jobs_with_groups(tmp_path, [], shared_groups=[{"npus": [0, 4], "peak-perf": 1}])
     assert error_lines(capsys, ["run", path, "--quiet"])[-1].endswith(
-        "field 'npu-groups[0].npus' names NPU 4, which no job reading this system runs (job a on NPUs 0, 1, 2, 3), "
-        "so the group would change nothing there; its ids are physical NPU ids: name those jobs' NPUs")
+        "field 'npu-groups[0].npus' names NPU 4, which no job on this system runs; name physical NPUs of its jobs "
+        "(a: 0-3)")
 
 
 def test_per_node_memory_serves_a_jobs_npus_at_their_own_nodes_server(tmp_path, capsys):
@@ -262,9 +271,8 @@ def test_a_jobs_text_workload_is_told_to_be_converted_first(tmp_path, capsys):
     base = {key: value for key, value in DEFAULT.items() if key != "workload"}
     path = write_yaml(tmp_path, {**base, "jobs": [job, other]})
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
-        f"error: {path}: jobs[0].workload: {job['workload']!r} is an ASTRA-sim 1.0 text workload, which a job does "
-        f"not convert (a scenario's one workload does); convert it for the job's ranks first (simpy-astra convert "
-        f"text --input {job['workload']} --output PREFIX --num-npus RANKS --num-passes 1) and give the prefix"]
+        f"error: {path}: jobs[0].workload: a job runs ET files, not a text workload; give the PREFIX of "
+        f"'simpy-astra convert text --input {job['workload']} --output PREFIX --num-npus RANKS --num-passes 1'"]
 
 
 def test_a_log_of_one_size_to_hold_out_from_says_size(capsys):
@@ -293,6 +301,13 @@ def test_two_bundles_whose_names_read_alike_are_refused(tmp_path, capsys):
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text("base: base.yaml\naxes:\n  machine:\n    named:\n      1: {network.bandwidth: 25}\n"
                      "      '1': {network.bandwidth: 100}\n")
+    assert error_lines(capsys, ["sweep", str(sweep), "--list"]) == [
+        f"error: {sweep}: axes: machine: named: '1' names two bundles (the keys 1 and '1' read as one name); give "
+        f"each its own name"]
+    # two such pairs: the keys named are the one name's pair (were 1 and 2, the first two of four)
+    sweep.write_text("base: base.yaml\naxes:\n  machine:\n    named:\n      1: {network.bandwidth: 25}\n"
+                     "      2: {network.bandwidth: 50}\n      '1': {network.bandwidth: 100}\n"
+                     "      '2': {network.bandwidth: 200}\n")
     assert error_lines(capsys, ["sweep", str(sweep), "--list"]) == [
         f"error: {sweep}: axes: machine: named: '1' names two bundles (the keys 1 and '1' read as one name); give "
         f"each its own name"]

@@ -187,10 +187,12 @@ def test_nccl_choice_pat_small_ring_large_at_one_gpu_a_node():
 
 def test_pat_bandwidth_by_group_shape():
     """PAT runs on NCCL's tree graph (init.cc), whose bandwidth tuning.cc reads as bwIntra on two
-    nodes and bwInter past them; at one GPU a node search.cc raises bwIntra to twice bwInter
-    (no NVLink on the path), as for the tree. So PAT's estimate of a 64 MiB all-gather on 2 H100
-    nodes is 8 + 1 x 14 / 3.5 + 2 x 2.8 = 17.6 us + 64 MiB / (0.75 x 2 x 47 GB/s), and on 4
-    nodes 8 + 2 x 14 / 3.5 + 4 x 2.8 = 27.2 us + 64 MiB / (0.75 x 47 GB/s). Forced (``nccl_algo:
+    nodes and bwInter past them; at one GPU a node its paths (NIC to GPU to NIC) are charged
+    bwInter alone, so search.cc's second pass raises bwIntra a speed at a time until it is twice
+    bwInter (H100, 400 Gb/s NIC on PCIe Gen5: two channels at 24, bwIntra 48). So PAT's
+    estimate of a 64 MiB all-gather on 2 H100 nodes is 8 + 1 x 14 / 3.5 + 2 x 2.8 = 17.6 us +
+    64 MiB / (0.75 x 2 x 47 GB/s), and on 4 nodes 8 + 2 x 14 / 3.5 + 4 x 2.8 = 27.2 us + 64 MiB
+    / (0.75 x 47 GB/s). Forced (``nccl_algo:
     pat``), a reduce-scatter of it takes the same terms at the mean of the machine's shares,
     with the call's cost."""
     node = _node()

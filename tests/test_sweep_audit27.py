@@ -115,8 +115,8 @@ def test_the_shipped_layout_sweeps_page_output_is_what_its_best_point_runs():
 def test_a_sweeps_answer_is_its_standard_output_as_runs_is(tmp_path, capsys):
     """A sweep wrote nothing on stdout: `sweep ... > best.txt` kept an empty file, and its
     answer came last on stderr, under the progress lines and both halves of the table. The best
-    lines are now its stdout (alone in a file; last on a terminal, as run's answer), and the
-    progress and table stay on stderr."""
+    lines are now its stdout (alone in a file; on a terminal under the table, as run's answer,
+    only the closing 'wrote ...' line after them), and the progress and table stay on stderr."""
     from simpy_astra.cli.sweep import main as sweep_main
 
     path = _bandwidth_sweep(tmp_path, [50, 100])

@@ -45,10 +45,9 @@ def read_mnk(path: str) -> list[GemmLayer]:
         while len(row) > 4 and not row[-1].strip():  # a spreadsheet's trailing empty cells
             row.pop()
         if len(row) > 5:
-            raise InputError.in_file(f"{path}:{no}", f"layer {row[0].strip()!r} has {len(row)} columns; the file "
-                                                     f"has Layer,m,n,k and an optional 5th, the layer's parallelism "
-                                                     f"(ASTRA-sim's generator then reads the 5th as the layer's "
-                                                     f"strategy); remove the columns past the 5th")
+            # (ASTRA-sim's generator would read the 5th as the layer's strategy: docs/generators.md)
+            raise InputError.in_file(f"{path}:{no}", f"layer {row[0].strip()!r} has {len(row)} columns, past "
+                                                     f"Layer,m,n,k and its parallelism; remove those past the 5th")
         if len(row) < 4:
             raise InputError.in_file(f"{path}:{no}", f"expected 'name,m,n,k' (got {','.join(row)!r})")
         try:

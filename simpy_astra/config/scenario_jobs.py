@@ -21,6 +21,7 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.scenario_files import scenario_path
 from simpy_astra.config.scenario_workload import check_generator_params, written_groups
 from simpy_astra.errors import InputError
+from simpy_astra.infra.npu_lists import npu_list
 from simpy_astra.network.backends import unread_packet_settings
 
 
@@ -54,10 +55,9 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, written_groups(made.comm_groups, value["generate"], where)
         if isinstance(value, str) and value.endswith(".txt"):  # else 'no ET files X.txt.0.et ...'
-            raise InputError(f"{where}: {value!r} is an ASTRA-sim 1.0 text workload, which a job does not "
-                             f"convert (a scenario's one workload does); convert it for the job's ranks first "
-                             f"(simpy-astra convert text --input {value} --output PREFIX --num-npus RANKS "
-                             f"--num-passes 1) and give the prefix")
+            raise InputError(f"{where}: a job runs ET files, not a text workload; give the PREFIX of "
+                             f"'simpy-astra convert text --input {value} --output PREFIX --num-npus RANKS "
+                             f"--num-passes 1'")
         if isinstance(value, str) and value:
             return scenario_path(path, value, where.removeprefix(f"{path}: ")), None
         raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
@@ -101,9 +101,7 @@ def refuse_groups_no_reader_runs(jobs: list[Any]) -> None:
         for i, group in enumerate(job.system.npu_groups):
             outside = [npu for npu in group.npus if npu not in run]
             if outside:
-                named = "; ".join(f"{other.name} on NPUs {', '.join(map(str, other.npus))}" for other in readers)
+                named = "; ".join(f"{other.name}: {npu_list(other.npus)}" for other in readers[:3])
                 raise InputError.at(job.system.source, f"npu-groups[{i}].npus",
-                                    f"names NPU{'s' if len(outside) > 1 else ''} {', '.join(map(str, outside))}, "
-                                    f"which no job reading this system runs (job{'s' if len(readers) > 1 else ''} "
-                                    f"{named}), so the group would change nothing there; its ids are physical "
-                                    f"NPU ids: name those jobs' NPUs")
+                                    f"names NPU{'s' if len(outside) > 1 else ''} {npu_list(outside)}, "
+                                    f"which no job on this system runs; name physical NPUs of its jobs ({named})")

@@ -289,12 +289,13 @@ def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: 
     m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s * spine
     # NVLink bounds a path only where a node holds two or more of the group's ranks: at one a
-    # node each hop is GPU, NIC, NIC, GPU (NCCL's graph then has bwIntra = bwInter, the NIC's)
+    # node each hop is GPU, NIC, NIC, GPU (NCCL's ring graph then has bwIntra = bwInter, the NIC's)
     nvlink_gb_s = links.nvlink_gb_s if shape.per_node > 1 else math.inf
     if algo == "ring":  # 2 (n-1)/n of the buffer (an all-reduce's) over the slowest link of the ring
         return share * _ratio(shape, algo, kind) * (nvlink_gb_s if m == 1 else min(nvlink_gb_s, net_gb_s))
     # the tree's graph (PAT runs on it too): across nodes once each way on two nodes (tuning.cc
-    # reads its bwIntra, which search.cc raises to twice bwInter), twice past them (bwInter)
+    # reads its bwIntra, which search.cc's second pass raises to twice bwInter while the GPU-to-GPU
+    # paths hold it: at one GPU a node there are none, docs/megatron.md), twice past them (bwInter)
     tree_graph_gb_s = min(nvlink_gb_s, math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1))
     if algo == "pat":
         return share * PAT_SHARE * tree_graph_gb_s

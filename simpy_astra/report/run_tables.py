@@ -3,9 +3,8 @@ its peak, and the network's price."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from simpy_astra.engine.statistics import COMM, GPU, NpuReport
+from simpy_astra.infra.npu_lists import npu_list
 from simpy_astra.infra.units import bytes_to_gib
 from simpy_astra.report.output import Output
 
@@ -58,18 +57,9 @@ def print_jobs(jobs: list, out: Output) -> None:
     alone = any(j.alone_cycles is not None for j in jobs)
     out.table("jobs", ("job", "NPUs", "start (ns)", "finished (ns)", "exposed comm (ns)")
               + (("alone (ns)", "slowdown") if alone else ()),
-              [(j.name, _npu_list(j.npus), f"{j.start_ns:,}", f"{j.finished_cycles:,}", f"{j.exposed_comm_cycles:,}",
+              [(j.name, npu_list(j.npus), f"{j.start_ns:,}", f"{j.finished_cycles:,}", f"{j.exposed_comm_cycles:,}",
                 *((f"{j.alone_cycles:,}", f"{j.slowdown:.3f}x") if alone else ())) for j in jobs],
               align=("left", "left", "right", "right", "right", *(("right", "right") if alone else ())))
-
-
-def _npu_list(npus: Sequence[int]) -> str:
-    """``0-3`` for a run of ids, else the ids (shortened past 8)."""
-    ids = list(npus)
-    if ids == list(range(ids[0], ids[0] + len(ids))) and len(ids) > 2:
-        return f"{ids[0]}-{ids[-1]}"
-    text = ",".join(map(str, ids[:8]))
-    return text + (",..." if len(ids) > 8 else "")
 
 
 def print_cost(cost, out: Output) -> None:

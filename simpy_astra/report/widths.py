@@ -57,16 +57,25 @@ def wrapped(text: str, width: int, subsequent_indent: str = "", break_long_words
     """``textwrap.wrap(text, width, ...)`` (never at a hyphen) counting columns by
     :func:`text_width`: textwrap itself, which counts characters, given each wide character
     followed by a NUL that stands for its second column (taken out of the lines after): the
-    same lines as textwrap's for any text without wide characters."""
+    same lines as textwrap's for any text without wide characters. A word too long for a line
+    is cut by :func:`cut`, between characters (textwrap could part a wide one from its NUL: a
+    line a column too wide)."""
     import textwrap
 
     if text_width(text) == len(text):
         return textwrap.wrap(text, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
                              break_on_hyphens=False)
     marked = "".join(c + _SECOND_COLUMN if text_width(c) == 2 else c for c in text)
-    return [line.replace(_SECOND_COLUMN, "") for line in textwrap.wrap(
-        marked, width, subsequent_indent=subsequent_indent, break_long_words=break_long_words,
-        break_on_hyphens=False)]
+    lines = []
+    for line in textwrap.wrap(marked, width, subsequent_indent=subsequent_indent, break_long_words=False,
+                              break_on_hyphens=False):
+        line = line.replace(_SECOND_COLUMN, "")
+        while break_long_words and text_width(line) > width and len(line) > len(subsequent_indent) + 1:
+            head, rest = cut(line, width)
+            lines.append(head)
+            line = subsequent_indent + rest
+        lines.append(line)
+    return lines
 
 
 #: what stands for a wide character's second column while textwrap counts (no text holds it)

@@ -170,7 +170,8 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
             one_line(str(name), f"{where}: named")
             _finite(bundle, f"{where}: named: {name}")
         names = [str(k) for k in bundles]
-        twice = [k for k in bundles if names.count(str(k)) > 1]
+        first = next((k for k in bundles if names.count(str(k)) > 1), None)
+        twice = [k for k in bundles if first is not None and str(k) == str(first)]  # that name's keys
         if twice:  # YAML's 1: and '1': are two keys, one name: one bundle was dropped
             raise InputError(f"{where}: named: {str(twice[0])!r} names two bundles (the keys {twice[0]!r} and "
                              f"{twice[1]!r} read as one name); give each its own name")

@@ -132,7 +132,7 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
                   for o, m in zip(ok, memory, strict=True)]
         _columns(ax, [m or 0 for m in memory], colors)
         lines = [(cap, f"cap {cap:g} GB")] if cap is not None else []
-        lines += [(c, f"capacity {c:g} GiB") for c in _capacities(ok) if c != cap]
+        lines += [(c, f"capacity {c:g} GiB") for c in _capacities_gib(ok) if c != cap]
         for at, label in lines:
             ax.axhline(at, color="tab:red", linestyle="--", label=label)
         if lines:
@@ -152,7 +152,7 @@ def _memory_gib(o: Outcome) -> float | None:
     return o.figures.get("peak_memory_gb") if value is None else value
 
 
-def _capacities(ok: list[Outcome]) -> list[float]:
+def _capacities_gib(ok: list[Outcome]) -> list[float]:
     """The memory of the points' GPUs (a Megatron point's cluster preset), each once."""
     return sorted({o.figures["memory_capacity_gib"] for o in ok if o.figures.get("memory_capacity_gib")})
 
@@ -186,7 +186,7 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
                    color="tab:green", edgecolor="black", zorder=3, label="best (fits)")
         for o in winners:
             ax.annotate(" " + _label(o), (_memory_gib(o), _time_ns(o) / scale), fontsize=8)
-    caps = _capacities(shown)
+    caps = _capacities_gib(shown)
     if not caps and memory_cap_gb(spec) is not None:
         caps = [memory_cap_gb(spec)]
     for cap in caps:
