@@ -30,3 +30,40 @@ def test_a_cluster_that_cannot_be_reached_leaves_no_open_client_to_the_garbage_c
     finally:
         gc.enable()
     assert open_clients == []
+
+
+def _job_on_half_of_a_2d_network(tmp_path, lists: int) -> str:
+    """A 4-rank all-reduce job on NPUs 0..3 of a 4 x 2 network, its system listing ``lists``
+    algorithms per collective (the scenario's, one per network dimension, or its own)."""
+    from tests.scenario_files import DEFAULT, write_yaml
+
+    system = {k: (v * 2 if lists == 2 else v) if k.endswith("-implementation") else v
+              for k, v in DEFAULT["system"].items()}
+    network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50.0, 25.0],
+               "latency": [500.0, 500.0]}
+    job = {"name": "a", "workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576,
+                                     "num_npus": 4}, "npus": [0, 1, 2, 3], "system": system}
+    return write_yaml(tmp_path, {"network": network, "backend": "congestion_aware", "jobs": [job]}, "half.yaml")
+
+
+def test_a_job_on_part_of_a_2d_network_is_told_it_sees_one_dimension(tmp_path, capsys):
+    # before: "system: field 'all-reduce-implementation' lists 2 algorithms but the network has
+    # 1 dimension(s)": the network has 2; the job sees one dimension of its 4 ranks (docs/jobs.md)
+    from tests.scenario_files import error_lines
+
+    path = _job_on_half_of_a_2d_network(tmp_path, lists=2)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[0]: job a runs on 4 of the network's 8 NPUs, which it sees as one dimension of 4 "
+        f"ranks, but its system ({path}: jobs[0].system) lists 2 all-reduce-implementation algorithms, one per "
+        f"network dimension; give the job a system of its own (jobs[0].system) whose all-reduce-implementation "
+        f"lists one, e.g. [\"ring\"]"]
+
+
+def test_a_job_on_part_of_a_2d_network_with_one_algorithm_is_not_told_to_list_two(tmp_path, capsys):
+    # before: the fix above ran, with a warning that its all-reduces ran over 4 of the 8 NPUs
+    # and to list [ring, ring], which the error above refuses; its ring of 4 ranks reduces all 4
+    from tests.scenario_files import main
+
+    assert main(["run", _job_on_half_of_a_2d_network(tmp_path, lists=1), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("iteration time ") and err == ""
