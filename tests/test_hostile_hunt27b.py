@@ -67,3 +67,16 @@ def test_a_job_on_part_of_a_2d_network_with_one_algorithm_is_not_told_to_list_tw
     assert main(["run", _job_on_half_of_a_2d_network(tmp_path, lists=1), "--quiet"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("iteration time ") and err == ""
+
+
+@pytest.mark.parametrize("alias", ["张量并行", "tp-size", "1tp"])
+def test_an_axis_name_the_rule_refuses_is_told_the_rule_it_breaks(tmp_path, capsys, alias):
+    # before: '张量并行' is made of letters, digits and _ as the message said, and was refused
+    # (the rule is ASCII: the tables fit 80 columns counting a character a column)
+    from tests.scenario_files import SCENARIOS, error_lines, write_yaml
+
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"network.bandwidth": {"values": [25, 50],
+                                                                                        "as": alias}}}, "sw.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: network.bandwidth: as: must be a name of ASCII letters, digits and _, not starting "
+        f"with a digit (expressions name it; tables count a character a column), e.g. tp (got {alias!r})"]
