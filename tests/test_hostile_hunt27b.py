@@ -80,3 +80,15 @@ def test_an_axis_name_the_rule_refuses_is_told_the_rule_it_breaks(tmp_path, caps
     assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: axes: network.bandwidth: as: must be a name of ASCII letters, digits and _, not starting "
         f"with a digit (expressions name it; tables count a character a column), e.g. tp (got {alias!r})"]
+
+
+@pytest.mark.parametrize("block", [{}, None])
+def test_an_empty_cost_block_is_refused_as_an_empty_remote_memory_is(tmp_path, capsys, block):
+    # before: 'cost: {}' and 'cost:' ran silently on ASTRA-sim's table, while 'remote_memory: {}'
+    # is refused ("is empty; write memory-type ..., or leave it out")
+    from tests.scenario_files import default_with, error_lines, write_yaml
+
+    path = write_yaml(tmp_path, default_with(cost=block))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: field 'cost' is empty; write a price, e.g. {{link: {{pod: 10.0}}}} (tiers, link, switch "
+        f"or nic), or leave it out for ASTRA-sim's table"]
