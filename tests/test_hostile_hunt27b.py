@@ -92,3 +92,25 @@ def test_an_empty_cost_block_is_refused_as_an_empty_remote_memory_is(tmp_path, c
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: field 'cost' is empty; write a price, e.g. {{link: {{pod: 10.0}}}} (tiers, link, switch "
         f"or nic), or leave it out for ASTRA-sim's table"]
+
+
+def test_nodes_per_leaf_at_one_to_one_is_said_to_change_nothing(tmp_path, capsys):
+    # before: silent, though at oversubscription 1 a pair across the spine has a pair under one
+    # leaf's bandwidth and latency (docs/megatron.md), so the leaves' size cannot show
+    from tests.scenario_files import headline_and_warnings, write_yaml
+
+    def scenario(name: str, **fabric) -> str:
+        return write_yaml(tmp_path, {"cluster": {"preset": "dgx-h100", "gpus": 32, "nccl_algo": "ring", **fabric},
+                                     "workload": {"generate": "microbench", "collective": "all_reduce",
+                                                  "size": 1 << 30, "num_npus": 32}}, name)
+
+    one_a_leaf = scenario("leaf1.yaml", nodes_per_leaf=1)
+    headline, warnings = headline_and_warnings(capsys, one_a_leaf)
+    assert warnings == [f"warning: {one_a_leaf}: cluster.nodes_per_leaf changes nothing here: with oversubscription "
+                        f"1 (a full fat tree) a message across the spine has the bandwidth and latency of one under a "
+                        f"leaf (docs/megatron.md); it applies with oversubscription above 1"]
+    assert headline == headline_and_warnings(capsys, scenario("all_under_one.yaml"))[0]  # the same step: true
+    # at 2:1 the leaves decide which rings cross the spine: no word, and another step
+    two_to_one = scenario("leaf1_2to1.yaml", nodes_per_leaf=1, oversubscription=2)
+    slower, warnings = headline_and_warnings(capsys, two_to_one)
+    assert warnings == [] and slower != headline

@@ -329,7 +329,9 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
         refuse_unread_cluster_keys("cluster", cluster, (user_network, user_system), backend, "backend", megatron)
     except InputError:
         return None
-    why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
+    one_to_one = loaded.rails().oversubscription == 1 and loaded.gpus > loaded.rails().gpus_per_node
+    why = {key: "at oversubscription 1" if key == "nodes_per_leaf" and one_to_one else f"at {loaded.gpus} GPUs"
+           for key in loaded.idle_key_names(loaded.node)}
     shares = unused_share_keys(loaded, loaded.node, *gathers)
     why.update({key: f"where {said}" for key, said in shares.items()})
     if not user_network:  # (a network's own: its latencies are refused above)
