@@ -114,3 +114,14 @@ def test_nodes_per_leaf_at_one_to_one_is_said_to_change_nothing(tmp_path, capsys
     two_to_one = scenario("leaf1_2to1.yaml", nodes_per_leaf=1, oversubscription=2)
     slower, warnings = headline_and_warnings(capsys, two_to_one)
     assert warnings == [] and slower != headline
+
+
+def test_a_sweep_over_nodes_per_leaf_at_one_to_one_runs_once(tmp_path, capsys, own_cache):
+    # before: 32 GPUs at 1:1 with nodes_per_leaf [1, 4] listed two points, which run one step
+    from tests.scenario_files import megatron_sweep
+    from tests.test_sweeps_real_jobs_round2 import listed
+
+    path = megatron_sweep(tmp_path, {"cluster.nodes_per_leaf": [1, 4]}, cluster={"preset": "dgx-h100", "gpus": 32})
+    points, warnings = listed(path, capsys)
+    assert points == ["nodes_per_leaf=1"]
+    assert "(cluster.nodes_per_leaf changes nothing at oversubscription 1)" in warnings
