@@ -108,7 +108,9 @@ class Simulation(CoSimulation):
         self._npu_by_id = {npu.device_id: npu for npu in self.npus}
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
         self.floor_check = FloorCheck.for_run(self._backend, self.jobs, dims, cfg, self.npus, net.rails)
-        self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs, dims)
+        # a job on part of the NPUs sees one dimension of its ranks: its system lists are read so
+        seen_dims = self.systems[0].network_dims if self.jobs and self.systems else self.network_dims
+        self.warnings += start_warnings(self.npus, cfg, seen_dims, inputs, dims)
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
         hold = self.folding is not None and self.network.may_break_symmetry
         # a cluster preset's (not ASTRA-sim's inputs, whose order within a tick is kept): NPU order

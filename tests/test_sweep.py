@@ -310,29 +310,20 @@ def test_a_killed_worker_stops_the_sweep_with_finished_points_saved(monkeypatch,
 
 # ---------------------------------------------------------------- SIGINT, then start again
 def test_sigint_then_restart_runs_every_point_exactly_once(tmp_path):
-    path = str(ROOT / "scenarios" / "sweeps" / "quick.yaml")
-    total = len(load_sweep(path).points())
-    assert total == 36  # 3 bandwidths x 3 algorithms x 2 chunkings x 2 backends
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "simpy_astra", "sweep", path, "--out", str(out), "--jobs", "2", "--no-plots"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=sigint_by_default)
-    csv_path = out / "results.csv"
-    while proc.poll() is None and (not csv_path.exists() or len(read_rows(out)) < 3):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err.decode()
-    saved = len(read_rows(out))
-    assert 3 <= saved < total
+    # stopped while points 3 and 4 are held (they cannot finish first, however fast the machine:
+    # quick.yaml's 36 points raced the test's SIGINT, and a loaded test could lose), then run again
+    r = start_sleepy_sweep(tmp_path)
+    r.proc.send_signal(signal.SIGINT)
+    _, err = r.proc.communicate(timeout=120)  # a guard against a hang, not a speed check
+    assert r.proc.returncode == 130, err.decode()
     assert b"interrupted" in err and b"Traceback" not in err
-    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=600)
+    assert kept(r.out) == {("1", "ok"), ("2", "ok")}
+    (r.marks / "release").touch()
+    again = subprocess.run(r.cmd, cwd=ROOT, env=r.env, capture_output=True, timeout=600)
     assert again.returncode == 0, again.stderr.decode()
-    assert f"{saved} already in".encode() in again.stderr
-    keys = [r["key"] for r in read_rows(out)]
-    assert len(keys) == total and len(set(keys)) == total
-    assert {p.key for p in load_sweep(path).points()} == set(keys)
+    assert b"2 already in" in again.stderr
+    keys = [row["key"] for row in read_rows(r.out)]
+    assert len(keys) == 6 and {p.key for p in load_sweep(r.path).points()} == set(keys)
 
 
 # ---------------------------------------------------------------- Dask
@@ -784,8 +775,9 @@ def test_points_of_two_network_backends_are_never_compared(tmp_path, capsys):
 
 # ---------------------------------------------------------------- the folder lock and signals
 SLEEPY_PLUGIN = '''
-"""Test plugin: points 1 and 2 finish at once, later ones sleep for ten minutes; a stopped
-point marks that it is unwinding and takes a second to do so."""
+"""Test plugin: points 1 and 2 finish at once, later ones wait (ten minutes at most) until the
+file 'release' is in the marks folder; a stopped point marks that it is unwinding and takes a
+second to do so."""
 import glob, os, shutil, time
 from simpy_astra.workloads import generated
 
@@ -798,7 +790,9 @@ def _generate(params, prefix):
         with open(started + ".part", "w") as f:
             f.write(str(os.getpid()))
         os.replace(started + ".part", started)
-        time.sleep(0 if params["n"] <= 2 else 600)
+        held_until = time.monotonic() + (0 if params["n"] <= 2 else 600)
+        while time.monotonic() < held_until and not os.path.exists(os.path.join(params["marks"], "release")):
+            time.sleep(0.05)
     except BaseException:  # stopped: say so, and take a while to unwind
         open(os.path.join(params["marks"], f"stopping-{{params['n']}}"), "w").close()
         time.sleep(1)

@@ -105,6 +105,8 @@ class Cluster:
         idle = sorted(keys & INSIDE_NODES) if int(self.node["gpus"]) == 1 else []
         if "oversubscription" in keys and self.nodes <= int(self.node["nodes_per_leaf"]):
             idle.append("oversubscription")
+        if "nodes_per_leaf" in keys and self.rails().symmetric:
+            idle.append("nodes_per_leaf")  # leaves differ only by the spine's share (rails.py)
         return idle
 
     def idle_keys(self, written: Iterable[str]) -> list[str]:
@@ -116,11 +118,19 @@ class Cluster:
             return [f"{self.where}.{key} changes nothing here: the {self.gpus} GPUs sit in one node ({per_node} a "
                     f"node), so no message leaves it; it applies from {per_node + 1} GPUs"
                     for key in self.idle_key_names(written)]
-        return [f"{self.where}.oversubscription changes nothing here: the {self.nodes} nodes sit under one leaf "
-                f"switch (nodes_per_leaf {leaf}), so no message crosses the spine; it applies from {leaf + 1} "
-                f"nodes ({(leaf + 1) * per_node} GPUs)" if key == "oversubscription" else
-                f"{self.where}.{key} changes nothing here: each node holds one GPU (gpus_per_node 1), so no message "
-                f"crosses NVLink; it applies from 2 GPUs a node" for key in self.idle_key_names(written)]
+        why = {"oversubscription": f"the {self.nodes} nodes sit under one leaf switch (nodes_per_leaf {leaf}), so "
+                                   f"no message crosses the spine; it applies from {leaf + 1} nodes "
+                                   f"({(leaf + 1) * per_node} GPUs)",
+               "nodes_per_leaf": "with oversubscription 1 (a full fat tree) a message across the spine has the "
+                                 "bandwidth and latency of one under a leaf (docs/megatron.md); it applies with "
+                                 "oversubscription above 1"}
+        # under a spine of 2:1 and more, the leaves' size decides which pairs cross it: not said
+        # to change nothing while the job fits one leaf (its oversubscription is said so)
+        said = [k for k in self.idle_key_names(written) if k != "nodes_per_leaf" or self.rails().oversubscription == 1]
+        return [f"{self.where}.{key} changes nothing here: " + why.get(key, "each node holds one GPU (gpus_per_node "
+                                                                          "1), so no message crosses NVLink; it "
+                                                                          "applies from 2 GPUs a node")
+                for key in said]
 
     def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
         """The network's dimensions (sizes, and how many of them are inside a node).

@@ -198,7 +198,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
                                            groups, checking)
     if cluster is not None and prepared is not None and not system.roofline_enabled:
         refuse_roofline_compute(path, prepared.generator)
-    if doc.get("cost") is not None:  # over the network YAML's own cost block
+    if "cost" in doc:  # over the network YAML's own cost block
         net = with_cost(net, doc["cost"], path)
     inputs = run_inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     fold = doc.get("fold_symmetry")

@@ -74,7 +74,7 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
     if doc.get("fold_symmetry") is True:  # asked for in words, and dropped with a note --quiet hid
         raise InputError(f"{path}: field 'fold_symmetry': a scenario with jobs: runs unfolded (each job's ranks are "
                          f"placed apart, so no symmetry is known); remove it")
-    if doc.get("cost") is not None:  # before the warnings: a price no tier reads is one
+    if "cost" in doc:  # before the warnings: a price no tier reads is one
         net = with_cost(net, doc["cost"], path)
     warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]
     memory.check_total_npus(net.total_npus)

@@ -97,6 +97,9 @@ class CostPrices:
 
     @classmethod
     def parse(cls, data: Any, where: str = "cost") -> CostPrices:
+        if data is None or data == {}:  # as an empty remote_memory is: a block that sets nothing
+            raise CostSpecError(where, "is empty; write a price, e.g. {link: {pod: 10.0}} (tiers, link, switch or "
+                                       "nic), or leave it out for ASTRA-sim's table")
         if not isinstance(data, dict):
             raise CostSpecError(where, "must be a mapping, e.g. {tiers: [node, pod], link: {pod: 10}}")
         unknown = set(data) - {"tiers", *KINDS}

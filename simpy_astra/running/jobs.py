@@ -9,6 +9,7 @@ JobNetwork at all: its NPUs talk to the network directly, as before.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import simpy
 
 from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.npu import Npu, NpuServices
+from simpy_astra.errors import InputError
 from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network.messages import Handler
@@ -162,6 +164,8 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
             npu.job = job.name
             built[device] = npu
             owner[device] = job
+        if len(job_dims) < len(sim.network_dims):
+            refuse_lists_per_network_dimension(job, sim.network_dims, built[job.npus[0]])
     for device in sorted(built):  # processes start in NPU-id order
         npu = built[device]
         sim.npus.append(npu)
@@ -169,6 +173,36 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
     if sim.network.has_links:
         sim.link_bytes_by_job = LinkBytesByJob(sim.network, {d: j.name for d, j in owner.items()})
     return {d: j.start_ns for d, j in owner.items() if j.start_ns}
+
+
+def refuse_lists_per_network_dimension(job: JobInputs, network_dims: list[int], npu: Npu) -> None:
+    """A job on part of a network of several dimensions sees one dimension of its ranks, so
+    a system listing one algorithm per network dimension (the scenario's, shared) cannot
+    plan its collectives: refused before the run, naming the job, the field and the fix
+    (the system layer would name only a 1-dimension network, which the scenario does not
+    have). Checked on the collectives its first rank runs over its whole job."""
+    # deferred: the registry and the engine's tables are needed only by a job on part of the NPUs
+    from simpy_astra.collectives import resolve
+    from simpy_astra.engine.npu_communication import COLLECTIVE_KINDS
+    from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE
+
+    cfg = job.system
+    if cfg.custom_implementations or cfg.per_node_custom:
+        return
+    for node in npu.nodes.values():
+        if node.type != COMM_COLL_NODE or node.attrs.get("pg_name", (None, ""))[1] not in ("", "0"):
+            continue  # a named group's collective runs on rings of its group
+        kind = COLLECTIVE_KINDS.get(node.attrs.get("comm_type", (None, None))[1])
+        names = cfg.implementations.get(kind) or ()
+        first = resolve(names[0]) if names else None
+        if len(names) < 2 or first is None or first.spans_all_npus:
+            continue  # one algorithm, or one that spans every NPU (an unknown name is refused when run)
+        key = kind.replace("_", "-") + "-implementation"
+        raise InputError(
+            f"{job.where}: job {job.name} runs on {len(job.npus)} of the network's {math.prod(network_dims)} NPUs, "
+            f"which it sees as one dimension of {len(job.npus)} ranks, but its system ({cfg.source}) lists "
+            f"{len(names)} {key} algorithms, one per network dimension; give the job a system of its own "
+            f"({job.where.rpartition(': ')[2]}.system) whose {key} lists one, e.g. [\"{names[0]}\"]")
 
 
 def job_warnings(inputs: SimulationInputs, network: Any) -> list[str]:

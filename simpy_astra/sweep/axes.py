@@ -91,9 +91,11 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
         return [_finite(v, where) for v in values], None
     alias = raw.get("as")
     if alias is not None and not (isinstance(alias, str) and alias.isidentifier() and alias.isascii()):
-        # the axis's name in expressions and the summary's header (an escape code coloured it)
-        raise InputError(f"{where}: as: must be a name of letters, digits and _ (as expressions name "
-                         f"it), e.g. tp (got {alias!r})")
+        # the axis's name in expressions and the summary's header (an escape code coloured it);
+        # ASCII: tables fit 80 columns counting a character a column, which a CJK letter is not
+        raise InputError(f"{where}: as: must be a name of ASCII letters, digits and _, not starting with a "
+                         f"digit (expressions name it; tables count a character a column), e.g. tp "
+                         f"(got {alias!r})")
     for key in raw:
         if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
             near = nearest_key(str(key), AXIS_KEYS)

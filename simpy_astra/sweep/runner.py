@@ -368,9 +368,13 @@ def connect_cluster(address: str) -> Any:
         from distributed import Client
     except ImportError:
         raise InputError("--cluster needs Dask: pip install 'simpy-astra[sweep]'") from None
+    client = Client.__new__(Client)  # held before it starts, so that a failed start can be closed
     try:
-        return Client(address, timeout=10)
+        client.__init__(address, timeout=10)
     except (OSError, TimeoutError, ValueError) as exc:
+        # Dask leaves a client whose address it could not parse open; closed later by the garbage
+        # collector on whatever thread, it can deadlock the next client's starting event loop
+        client.close()
         raise InputError(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
                          f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
 

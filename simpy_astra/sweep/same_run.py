@@ -312,6 +312,7 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     from simpy_astra.config.cluster import load_cluster
     from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import (
+        SPINE_KEYS,
         refuse_unread_cluster_keys,
         unplayed_latency_keys,
         unused_share_keys,
@@ -329,15 +330,19 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
         refuse_unread_cluster_keys("cluster", cluster, (user_network, user_system), backend, "backend", megatron)
     except InputError:
         return None
-    why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
+    one_to_one = loaded.rails().oversubscription == 1 and loaded.gpus > loaded.rails().gpus_per_node
+    why = {key: "at oversubscription 1" if key == "nodes_per_leaf" and one_to_one else f"at {loaded.gpus} GPUs"
+           for key in loaded.idle_key_names(loaded.node)}
     shares = unused_share_keys(loaded, loaded.node, *gathers)
     why.update({key: f"where {said}" for key, said in shares.items()})
     if not user_network:  # (a network's own: its latencies are refused above)
         why.update(dict.fromkeys(unplayed_latency_keys(loaded, loaded.node, backend, plays_messages, pairs),
                                  "where no message the network plays crosses its links" if plays_messages
                                  else "where the job sends no message the network plays"))
+    # a spine at the leaves' rate (1:1, or every node under one leaf): any such spine is one run
+    uniform = SPINE_KEYS if loaded.rails().symmetric else ()
     inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
-              "node": _numbers({k: v for k, v in loaded.node.items() if k not in why}),
+              "node": _numbers({k: v for k, v in loaded.node.items() if k not in why and k not in uniform}),
               "nccl_algo": loaded.nccl_algo, "nvls": loaded.nvls}
     unread = {key: why[OLD_KEYS.get(key, key)] for key in cluster if OLD_KEYS.get(key, key) in why}
     return ClusterRead(inputs, len(unread) + (loaded.nvls_note is not None), unread)
