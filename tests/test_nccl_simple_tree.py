@@ -1,6 +1,6 @@
-"""NCCL's simple-tree factor (tuning.cc, 2.26 on): ``if (a == NCCL_ALGO_TREE &&
-comm->maxTreePattern == NCCL_TOPO_PATTERN_TREE) busBw *= .85``, after the tree's own factor,
-its protocol's share and every cap. search.cc gives the tree graph that pattern where a node
+"""NCCL's simple-tree factor (tuning.cc, 2.18.3 on; from 2.26 on the communicator's largest
+pattern): ``if (a == NCCL_ALGO_TREE && comm->maxTreePattern == NCCL_TOPO_PATTERN_TREE)
+busBw *= .85``, after the tree's own factor, its protocol's share and every cap. search.cc gives the tree graph that pattern where a node
 holds one GPU of the communicator (``if (ngpus == 1 && graph->pattern !=
 NCCL_TOPO_PATTERN_RING) graph->pattern = NCCL_TOPO_PATTERN_TREE``); a node of eight keeps the
 balanced tree's bandwidth. The figures below are worked out by hand from tuning.cc's

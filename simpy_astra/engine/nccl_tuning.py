@@ -83,7 +83,7 @@ LL_MAX_GB_S = {"two nodes": 39.0, "more nodes": 20.4}
 LL_MAX_ONE_NODE_GB_S = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 2 * 141.0}
 #: tuning.cc: the tree's all-reduce bandwidth factor
 TREE_SHARE = 0.92
-#: tuning.cc (2.26 on): the tree's bandwidth, every protocol, caps included, when its graph's
+#: tuning.cc (2.18.3 on): the tree's bandwidth, every protocol, caps included, when its graph's
 #: pattern is the simple tree (NCCL_TOPO_PATTERN_TREE), which search.cc forces at one GPU a node
 SIMPLE_TREE_SHARE = 0.85
 #: tuning.cc per-channel caps (GB/s of bus bandwidth a channel) on one node, two, more (N1/N2/N4),
