@@ -16,7 +16,7 @@ search worked out on those rates, :func:`nvls_graph`):
 * tree: NCCL's double binary tree across nodes and a chain inside each node: a node's NICs
   carry the whole buffer once each way on two nodes, twice when it is interior to a tree
   (more nodes), a chain link carries it once each way; ``2 (k - 1)`` NVLink hops and
-  ``2 log2 m`` network hops;
+  ``2 log2 m`` network hops; at one GPU a node NCCL's simple tree, at 0.85 of that;
 * nvls: NVLink SHARP on NVSwitch-3 nodes (H100): the switch reduces; across nodes NCCL's NVLS
   tree (NVLS inside, the tree's network part across). Its bandwidth is NCCL's own estimate
   (:func:`_nvls_gb_s`, NCCL 2.29.7 as 2.28.9 on: one channel a GPU of the node, each at a speed
@@ -83,6 +83,9 @@ LL_MAX_GB_S = {"two nodes": 39.0, "more nodes": 20.4}
 LL_MAX_ONE_NODE_GB_S = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 2 * 141.0}
 #: tuning.cc: the tree's all-reduce bandwidth factor
 TREE_SHARE = 0.92
+#: tuning.cc (2.18.3 on): the tree's bandwidth, every protocol, caps included, when its graph's
+#: pattern is the simple tree (NCCL_TOPO_PATTERN_TREE), which search.cc forces at one GPU a node
+SIMPLE_TREE_SHARE = 0.85
 #: tuning.cc per-channel caps (GB/s of bus bandwidth a channel) on one node, two, more (N1/N2/N4),
 #: by generation: the ring's LL128, the tree (every protocol), the tree's LL128, the NVLS tree
 PER_CHANNEL_MAX_GB_S = {
@@ -325,7 +328,17 @@ def protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: int
     log_size = int(math.log2(size_bytes >> 6)) if size_bytes >= 64 else -1
     if algo == "tree" and 0 <= log_size < len(TREE_CORRECTION[p]):
         bw *= TREE_CORRECTION[p][log_size]
+    if algo == "tree" and _simple_tree(shape):
+        bw *= SIMPLE_TREE_SHARE
     return bw
+
+
+def _simple_tree(shape: Shape) -> bool:
+    """Whether NCCL's tree graph has the simple tree's pattern: search.cc sets it where the
+    node holds one GPU of the group (``ngpus == 1``). Past that NCCL searches a balanced tree
+    and, on Hopper, falls back to the simple one when that search times out short of its best,
+    which only the machine's own search decides: those keep the balanced tree's bandwidth."""
+    return shape.per_node == 1
 
 
 def latency_us(shape: Shape, algo: str, p: int, kind: str = ALL_REDUCE) -> float:
