@@ -114,7 +114,8 @@ def _simple_us(node: dict, members, algo: str, size: int, spine: float = 1.0) ->
     in us. tuning.cc: base 8.4 us (ring, tree), per hop 3.4 / 4.0 / 25 on NVLink and 14 / 14 /
     20.9 on the network (ring / tree / NVLS), at least 3 us an NVLink step of a ring across
     nodes, whose latency is x 1.4 (the plateau). Bandwidths: the ring n / (2 (n - 1)) of
-    min(NVLink, k rails); the tree 0.92 / 2 of min(NVLink, k rails x 2 on two nodes, once past);
+    min(NVLink, k rails); the tree 0.92 / 2 of min(NVLink, k rails x 2 on two nodes, once past),
+    x 0.85 at one GPU a node (its graph's pattern is then the simple tree);
     NVLS NCCL's own estimate (:func:`_nvls_gb_s`). The machine's time adds the preset's call
     cost, its efficiencies (NVLS's of NCCL's whole estimate) and Simple's fill ((scale - 1) x
     latency, at most half the transfer)."""
@@ -129,7 +130,7 @@ def _simple_us(node: dict, members, algo: str, size: int, spine: float = 1.0) ->
         bw = n / (2 * (n - 1)) * (nvlink if m == 1 else min(nvlink, net))
     elif algo == "tree":
         lat = 8.4 + 2 * ((n // m - 1) * 4.0 + int(math.log2(m)) * 14)
-        bw = 0.46 * min(nvlink, across)
+        bw = 0.46 * min(nvlink, across) * (0.85 if n == m else 1.0)  # one GPU a node: the simple tree
     else:
         lat = 25 + (2 * int(math.log2(m)) * 20.9 if m > 1 else 0)
         bw = _nvls_gb_s(nvlink, rail, n, m, k, spine)

@@ -280,7 +280,6 @@ def test_two_jobs_each_with_ones_own_all_to_all_on_a_switch(r3):
     path.write_text("plugins: [r3]\nbackend: congestion_aware\n"
                     f"network: {{topology: [Switch], npus_count: [8], bandwidth: [{ONE_BYTE_PER_NS!r}], "
                     f"latency: [{L}]}}\n"
-                    f"system: {system('direct')}\n"
                     "jobs:\n"
                     f"  - {{name: a, npus: [0, 1, 2, 3], system: {system('r3Pairwise')},\n"
                     "     workload: {generate: microbench, collective: all_to_all, size: 4000, num_npus: 4}}\n"
