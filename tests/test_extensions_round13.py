@@ -28,23 +28,15 @@ R13 = HERE / "data" / "round13" / "r13.py"
 r13 = module_fixture(R13)
 
 
-# -- a backend of one's own that posts a message twice ---------------------------------------------
+# -- a backend of one's own that posts each message once ---------------------------------------------
 
-def test_a_backend_whose_send_posts_a_message_twice_is_named_not_a_warning(r13):
+def test_a_backend_of_ones_own_posting_once_gives_the_native_ring(r13):
     """docs/backends.md: a backend's ``send`` posts the message with ``entry =
-    self.board.post_send(...)`` and gives it its arrival. One that modelled a retransmission
-    by posting the message again (and giving the copy an arrival too) completed every sender
-    twice: the ring all-reduce of 4 KiB on 4 NPUs ended early, and the run said only "warning:
-    simulation ended ... with unmatched messages", naming no backend. It is now one line
-    naming the class, the method and the fix; posting once gives the native ring's figure,
-    E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n)."""
+    self.board.post_send(...)`` and gives it its arrival; posting once gives the native ring's
+    figure, E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n). (One that posts twice is not caught:
+    the check set a wrapper on the network instance, which the element contract forbids.)"""
     once = _write(r13, "once.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "'r13:SENDS_ONCE'")
     assert f"iteration time {ring_all_reduce(4, 4096):,} ns" in _cli(r13, "run", once.name, "--quiet").stdout
-    twice = _write(r13, "twice.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "'r13:RESENDS'")
-    line = _one_line(_cli(r13, "run", twice.name, "--quiet", status=2))
-    assert line.startswith("error: network backend 'r13:Resends', send(): board.post_send was called 2 times for "
-                           "the message of 1024 B from NPU 0 to NPU 1"), line
-    assert "post it once" in line
 
 
 # -- validate and calibrate with a plug-in's backend -------------------------------------------------

@@ -20,14 +20,12 @@ from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import (
     PluginError,
     a_kind,
-    class_name,
     import_object,
     is_ours,
     origin,
     raised_in_users_code,
     unfit_call,
     user_code_problem,
-    users_method,
 )
 
 if TYPE_CHECKING:
@@ -288,34 +286,9 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         if unfit:  # else the first send fails at the call, before a line of theirs runs
             raise PluginError(f"network backend '{name}': {unfit} cannot be called as message_delay_ns(src, dst, "
                               f"size_bytes) (docs/backends.md)")
-        if users_method(type(network), "send"):
-            _posts_once(network)
         return network
 
     return checked
-
-
-def _posts_once(network: Network) -> None:
-    """``network.send``, a user's own (docs/backends.md), held to posting the message it is
-    given once: a second ``board.post_send`` in one call left a copy the receive never took,
-    and its arrival, if scheduled, completed the sender twice (a ring all-reduce ended at a
-    fifth of its time, with only a warning of unmatched messages that named no backend). Set
-    on the network at build time, for a backend whose ``send`` is the user's; ours post once
-    and run as they are."""
-    send, board = network.send, network.board
-
-    def send_posting_once(src: int, dst: int, tag: int, size: int, fn: Any, arg: Any) -> None:
-        before = board.messages_sent()
-        send(src, dst, tag, size, fn, arg)
-        posted = board.messages_sent() - before
-        if posted > 1:
-            raise PluginError(f"network backend '{class_name(type(network))}', send(): board.post_send was called "
-                              f"{posted} times for the message of {size} B from NPU {src} to NPU {dst} (tag {tag}); "
-                              f"each copy is a message its receive never takes (and, given an arrival, completes "
-                              f"the sender again): post it once, entry = self.board.post_send(src, dst, tag, size, "
-                              f"fn, arg), and give that entry its arrival")
-
-    network.send = send_posting_once
 
 
 def _models_taken(name: str, config: Any, network: Network) -> None:
