@@ -363,14 +363,14 @@ def _scorer(spec: SweepSpec, points: list[Point]):
     return score
 
 
-def _best_before(spec: SweepSpec, points: list[Point], store: ResultsStore) -> Any:
+def _best_before(spec: SweepSpec, points: list[Point], store: ResultsStore, score: Any) -> Any:
     """The best of the rows results.csv has before the points run: a resumed sweep's best so
     far may be one of them (its progress named the best new point, a slower one)."""
     from simpy_astra.sweep.best import outcomes
     from simpy_astra.sweep.runner import best_before
 
     rows = outcomes(spec, points, store.rows, store.point_inputs)
-    return best_before([(o.point, o.figures) for o in rows], _scorer(spec, points))
+    return best_before([(o.point, o.figures) for o in rows], score)
 
 
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore, todo: list[Point],
@@ -406,12 +406,12 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         if refused[p.key]:
             save(p, refused[p.key], [])
     todo = [p for p in todo if not refused[p.key]]
-    score, before = _scorer(spec, points), _best_before(spec, points, store)
+    best = _best_before(spec, points, store, score := _scorer(spec, points))  # the first best so far
     if client is not None:
-        outcome = run_cluster(todo, client, store.inputs, save, out, where=label, score=score, best=before)
+        outcome = run_cluster(todo, client, store.inputs, save, out, where=label, score=score, best=best)
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,),
-                            score=score, best=before)
+                            score=score, best=best)
     wall_s = time.perf_counter() - t0
     if not outcome.interrupted:  # every point has its row: in sweep order, whatever finished first
         store.in_sweep_order(spec.order)
