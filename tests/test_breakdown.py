@@ -16,7 +16,7 @@ import pytest
 from simpy_astra.config.astra_inputs import inputs_from_astra_flags
 from simpy_astra.report.breakdown import npu_breakdowns, spread, sweep
 from simpy_astra.report.csv_tables import node_rows
-from simpy_astra.report.node_parts import COMM, COMPUTE, MEMORY
+from simpy_astra.report.node_parts import BUBBLE, COMM, COMPUTE, HOST, MEMORY
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import make_node
@@ -82,7 +82,7 @@ def _check_sums(record, reports: dict, breakdowns: dict) -> None:
 def test_precedence_compute_memory_comm_bubble_idle() -> None:
     """Hand-made intervals: each instant to the highest class in flight, then the earliest start."""
     parts = {1: (COMPUTE, "compute.gemm"), 2: (MEMORY, "memory"), 3: (COMM, "comm.dp"),
-             4: (COMM, "comm.tp"), 5: (3, "bubble")}
+             4: (COMM, "comm.tp"), 5: (BUBBLE, "bubble")}
     # 0-10 gemm; 5-30 memory; 0-50 dp; 20-70 tp; 0-90 recv; 90-100 nothing
     intervals = [(1, 0, 10), (2, 5, 30), (3, 0, 50), (4, 20, 70), (5, 0, 90)]
     b = sweep(intervals, parts.get, 100)
@@ -91,6 +91,15 @@ def test_precedence_compute_memory_comm_bubble_idle() -> None:
     # two collectives started at once: the lower node id is charged while it runs
     b = sweep([(7, 0, 30), (6, 0, 20)], {6: (COMM, "comm.a"), 7: (COMM, "comm.b")}.get, 30)
     assert b.parts == {"comm.a": 20, "comm.b": 10}
+
+
+def test_the_host_is_charged_only_where_the_gpu_waits_for_it() -> None:
+    """A CPU op holds the host, not the GPU: 0-100 the host issues, 20-50 a GEMM runs, 60-80
+    a collective, 0-120 a receive is posted: the host is charged 0-20, 50-60 and 80-100, the
+    GEMM and the collective their own time, and the bubble what is left (by hand)."""
+    parts = {1: (HOST, "compute.host"), 2: (COMPUTE, "compute.gemm"), 3: (COMM, "comm.tp"), 4: (BUBBLE, "bubble")}
+    b = sweep([(1, 0, 100), (2, 20, 50), (3, 60, 80), (4, 0, 120)], parts.get, 120)
+    assert b.parts == {"compute.host": 50, "compute.gemm": 30, "comm.tp": 20, "bubble": 20}
 
 
 @pytest.mark.parametrize("array_sweep", [False, True])
@@ -105,7 +114,7 @@ def test_the_recorders_columns_split_time_as_by_hand(monkeypatch: pytest.MonkeyP
     if array_sweep:
         monkeypatch.setattr(breakdown, "ARRAY_SWEEP_FROM", 1)
     parts = {1: (COMPUTE, "compute.gemm"), 2: (MEMORY, "memory"), 3: (COMM, "comm.dp"),
-             4: (COMM, "comm.tp"), 5: (3, "bubble")}
+             4: (COMM, "comm.tp"), 5: (BUBBLE, "bubble")}
     rec = NpuRecorder(0, record_chunks=False)
     for t, event, nid in sorted([(0, "start", 1), (5, "start", 2), (0, "start", 3), (20, "start", 4), (0, "start", 5),
                                  (10, "end", 1), (30, "end", 2), (50, "end", 3), (70, "end", 4), (90, "end", 5)],

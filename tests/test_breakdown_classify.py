@@ -9,7 +9,7 @@ import random
 
 from simpy_astra.report import breakdown
 from simpy_astra.report.breakdown import ARRAY_SWEEP_FROM, sweep
-from simpy_astra.report.node_parts import BUBBLE, COMM, COMPUTE, MEMORY, Classifier
+from simpy_astra.report.node_parts import BUBBLE, COMM, COMPUTE, HOST, MEMORY, Classifier
 from simpy_astra.workloads.chakra.node import EtNode
 from simpy_astra.workloads.chakra.types import (
     COMM_COLL_NODE,
@@ -32,7 +32,7 @@ NONE: dict = {}
 CASES = [
     (COMP_NODE, GEMM, (COMPUTE, "compute.gemm")),
     (COMP_NODE, STAGE_M, (COMPUTE, "compute.gemm")),
-    (COMP_NODE, CPU, (COMPUTE, "compute.cpu")),
+    (COMP_NODE, CPU, (HOST, "compute.cpu")),
     (COMP_NODE, NONE, (COMPUTE, "compute.other")),
     (MEM_LOAD_NODE, NONE, (MEMORY, "memory")),
     (COMM_RECV_NODE, NONE, (BUBBLE, "bubble")),

@@ -7,7 +7,7 @@ to exactly one part, by this precedence over the nodes in flight then:
 1. ``compute.<kind>``: a compute node runs. ``<kind>`` is its ``op_type`` attribute (Megatron
    writes ``gemm``, ``attention``, ``elementwise``, ``optimizer``; STAGE's letters, which the
    transformer generator writes, are read as these: ``M`` gemm, ``CUSTOM`` attention, ``A``,
-   ``E`` and ``SLICE`` elementwise), ``cpu`` for a CPU op without one, else ``other``. A node
+   ``E`` and ``SLICE`` elementwise), else ``other``. A node
    with a ``kind_split`` attribute (``gemm:812,attention:60,...``: the Megatron generator's
    kernels of several kinds in one node) is charged to those kinds in turn, each its share
    of the node's time.
@@ -20,8 +20,11 @@ to exactly one part, by this precedence over the nodes in flight then:
    no stream, ``pp`` in a transformer run and ``p2p`` elsewhere.
    A receive naming a ``comm_stream`` other than ``pp`` waits for a transfer, not a stage:
    it is that stream's communication (``generate microbench``'s send_recv writes ``p2p``).
-4. ``bubble``: only receives are in flight: the NPU waits on a peer (a pipeline stage's send).
-5. ``idle``: nothing is in flight (a late job start, zero-time nodes).
+4. ``compute.<kind>`` of a CPU op (``is_cpu_op``; ``cpu`` without an ``op_type``, Megatron's
+   ``host``): it holds the host, not the GPU, so its time is a part only where the GPU neither
+   computes nor communicates: the GPU waits for the host.
+5. ``bubble``: only receives are in flight: the NPU waits on a peer (a pipeline stage's send).
+6. ``idle``: nothing is in flight (a late job start, zero-time nodes).
 
 Within a class the instant goes to the node in flight that started first (lowest node id
 on a tie); that node's *share* is what ``nodes.csv`` lists, so the shares of an NPU's
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.report.kind_split import split_intervals, split_span
-from simpy_astra.report.node_parts import Classifier, node_part
+from simpy_astra.report.node_parts import CLASSES, Classifier, node_part
 
 IDLE = "idle"
 #: the order parts are listed in: compute kinds, memory, communication dimensions, bubble, idle
@@ -170,12 +173,12 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     idle = names.setdefault(IDLE, len(names))
     label = list(names)  # code -> part name
     # by class, then start, then node id: one sort for all; nodes that fill no part (no class,
-    # or no time) as a fifth class, sorted last and never read
+    # or no time) as a class after the last, sorted last and never read
     cls = np.where(ends > begins, kind_class[code], -1)
-    cls[cls < 0] = 4
+    cls[cls < 0] = CLASSES
     order = np.lexsort((ids, begins, cls))
     ids, begins, ends, name = ids[order], begins[order], ends[order], kind_name[code[order]]
-    bounds = [0, *np.cumsum(np.bincount(cls, minlength=5)[:4]).tolist()]
+    bounds = [0, *np.cumsum(np.bincount(cls, minlength=CLASSES + 1)[:CLASSES]).tolist()]
     pieces = [_owned(begins[a:b], ends[a:b], ids[a:b], name[a:b], finish_ns)
               for a, b in zip(bounds, bounds[1:], strict=False)]
     edges = np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
@@ -254,7 +257,7 @@ def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, 
                 spans += [(a, nid, b, part[0], name) for a, b, name in split_span(s, e, part) if b > a]
     spans.sort()
     times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
-    heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
+    heaps: list[list[tuple[int, int, int, str]]] = [[] for _ in range(CLASSES)]
     out = Breakdown(finish_ns, segments=[] if segments else None)
     parts, shares, spans_out = out.parts, out.shares, out.segments
     i = 0

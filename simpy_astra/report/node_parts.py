@@ -1,5 +1,5 @@
 """Which part of an NPU's time a node fills: its class (compute, memory, communication,
-bubble; highest precedence first) and part name, for one node (:func:`node_part`) or for the
+host, bubble; highest precedence first) and part name, for one node (:func:`node_part`) or for the
 hundreds of thousands of a step at once (:class:`Classifier`). The rules are
 :mod:`simpy_astra.report.breakdown`'s, whose sweep then splits the time by them.
 """
@@ -19,7 +19,8 @@ from simpy_astra.workloads.chakra.types import (
     MEM_STORE_NODE,
 )
 
-COMPUTE, MEMORY, COMM, BUBBLE = 0, 1, 2, 3  # classes, highest precedence first
+COMPUTE, MEMORY, COMM, HOST, BUBBLE = 0, 1, 2, 3, 4  # classes, highest precedence first
+CLASSES = 5
 #: STAGE's op types (the transformer generator's ``op_type``) as kinds of compute
 STAGE_OP_TYPES = {"M": "gemm", "CUSTOM": "attention", "A": "elementwise", "E": "elementwise",
                   "SLICE": "elementwise"}
@@ -58,11 +59,15 @@ def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "
     if t == COMP_NODE:
         kind = _string_attr(node, "op_type")
         kind = STAGE_OP_TYPES.get(kind, kind)
+        found = node.attrs.get("is_cpu_op")
+        cpu = found is not None and bool(found[1])
         if not kind:
-            found = node.attrs.get("is_cpu_op")
-            kind = "cpu" if found is not None and found[1] else "other"
+            kind = "cpu" if cpu else "other"
+        # a CPU op holds the host, not the GPU: its time is the part only where nothing of
+        # the GPU's runs (the GPU waits for the host)
+        cls = HOST if cpu else COMPUTE
         split = kind_split(_string_attr(node, "kind_split"))
-        return (COMPUTE, f"compute.{kind}", split) if split else (COMPUTE, f"compute.{kind}")
+        return (cls, f"compute.{kind}", split) if split else (cls, f"compute.{kind}")
     if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
         return MEMORY, "memory"
     if t == COMM_RECV_NODE:

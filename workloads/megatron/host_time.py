@@ -1,27 +1,91 @@
-"""The host's side of a task: how long it takes to issue the task's kernels and collectives,
-and how long the GPU idles waiting for it where the kernels run faster.
+"""The host's side of a task: when it enqueues each of the task's kernels and collectives.
+
+PyTorch issues a task (a micro-batch's forward, recomputation or backward through a chunk)
+eagerly: the host walks the modules' Python and launches each kernel and NCCL call onto its
+CUDA stream, and returns at once; the GPU runs what is enqueued as its stream allows. So the
+host runs ahead of the GPU where the kernels are long, and the GPU waits for the host where
+they are short, kernel by kernel: a step's kernels start at the later of their enqueue and
+what they wait for, and a blocking collective holds up the compute after it, never the host.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from simpy_astra.workloads.megatron.kernels import host_seconds
 from simpy_astra.workloads.megatron.steps import Collective, Compute, Step
+from simpy_astra.workloads.transformer.graph import COMP, Op, StageGraph
+
+
+def step_host_seconds(step: Step) -> float:
+    """Time the host needs to issue ``step``: each kernel's launch plus the step's ``host_s``
+    (Transformer Engine modules' Python), or a tensor- or context-parallel collective as one
+    more launch (c10d's NCCL call: its stream and event handling and NCCL's enqueue of the
+    collective's kernel); markers take none."""
+    if isinstance(step, Compute):
+        return host_seconds(step.kernels) + step.host_s
+    return host_seconds(1) if isinstance(step, Collective) else 0.0
 
 
 def task_host_seconds(steps: list[Step]) -> float:
-    """Time the host needs to issue one task's ``steps``: each kernel's launch, each tensor-
-    or context-parallel collective as one more kernel (c10d's NCCL call: its stream and event
-    handling and NCCL's enqueue of the collective's kernel), plus each compute step's
-    ``host_s`` (Transformer Engine modules' Python)."""
-    compute = [step for step in steps if isinstance(step, Compute)]
-    calls = sum(1 for step in steps if isinstance(step, Collective))
-    return host_seconds(sum(step.kernels for step in compute) + calls) + sum(step.host_s for step in compute)
+    """Time the host needs to issue one task's ``steps``."""
+    return sum(map(step_host_seconds, steps))
 
 
-def host_idle_seconds(steps: list[Step]) -> float:
-    """How long the GPU idles in a task whose kernels run faster than the host issues them
-    (0 when they do not). The host cannot run ahead across tasks: with pp > 1 Megatron
-    synchronises the device after each point-to-point exchange, and a task that is host
-    bound in itself is so in any order."""
-    gpu = sum(step.total_s for step in steps if isinstance(step, Compute))
-    return max(0.0, task_host_seconds(steps) - gpu)
+@dataclass(frozen=True)
+class TaskIssue:
+    """When the host enqueues a task's steps, in seconds from the enqueue of its first kernel
+    (the launch before that one is where a task starts: what the GPU waits for after the
+    synchronisation that ends the previous task, a per-task cost the model leaves out).
+    ``enqueued_s[i]``: when step ``i``'s first kernel or call is on its stream (a compute
+    step's host work spread evenly over its kernels: its first kernel is enqueued after one
+    share); None for a marker. ``done_s``: when the host has issued the whole task."""
+
+    enqueued_s: list[float | None]
+    done_s: float
+
+
+def task_issue(steps: list[Step]) -> TaskIssue:
+    """:class:`TaskIssue` of ``steps``, the host issuing them one after the other."""
+    out: list[float | None] = []
+    done_s = 0.0
+    for step in steps:
+        cost_s = step_host_seconds(step)
+        if isinstance(step, Compute):
+            out.append(done_s + cost_s / max(1, step.kernels))
+        else:
+            out.append(done_s + cost_s if isinstance(step, Collective) else None)
+        done_s += cost_s
+    first = next((at for at in out if at is not None), 0.0)
+    return TaskIssue([None if at is None else at - first for at in out], done_s - first)
+
+
+class HostChain:
+    """The host's time through one task as CPU nodes of ``graph`` (``is_cpu_op``: they hold
+    the host, not the GPU), one after the other from ``start`` (what the task waits for; the
+    host waits for it too, at the synchronisation that ends the previous task). A unit of
+    GPU work (a compute node, a collective) enqueued at ``at_s`` waits for the node the chain
+    reaches ``at_s`` with. Only where the GPU could be there sooner: the GPU has at least the
+    compute before the unit to run first (``gpu_us``, on its one compute stream), so where
+    that outlasts ``at_s`` no node is needed and none is written (a task whose kernels keep
+    ahead of the host has the graph it would have without one)."""
+
+    def __init__(self, graph: StageGraph, prefix: str, start: list[int]) -> None:
+        self.graph = graph
+        self.prefix = prefix
+        self.start = list(start)
+        self.last: int | None = None  # the chain's last node
+        self.at_us = 0  # where it ends, from the task's start
+
+    def gate(self, at_s: float, gpu_us: int) -> list[int]:
+        """What a unit enqueued at ``at_s`` waits for, when at least ``gpu_us`` of compute runs
+        before it: the chain's node that ends at ``at_s``, or nothing."""
+        at_us = round(at_s * 1e6)
+        if at_us <= gpu_us:
+            return []
+        if at_us > self.at_us:
+            deps = self.start if self.last is None else [self.last]
+            op = Op(f"{self.prefix}.host", COMP, list(deps), [], [], op_type="host",
+                    duration_us=at_us - self.at_us, cpu=True)
+            self.last, self.at_us = self.graph.add(op), at_us
+        return [self.last] if self.last is not None else []

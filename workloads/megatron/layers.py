@@ -42,11 +42,12 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
 
     # ------------------------------------------------------------------ a layer
     def _te_host(self, b: _Builder, backward: bool) -> None:
-        """Transformer Engine's Python around a layer's four linear modules (Megatron-Core's
+        """Transformer Engine's Python around one block's two linear modules (Megatron-Core's
         TE spec: ``linear_qkv`` and ``linear_fc1`` are ``TELayerNormColumnParallelLinear``,
-        ``linear_proj`` and ``linear_fc2`` ``TERowParallelLinear``), beyond their launches."""
+        ``linear_proj`` and ``linear_fc2`` ``TERowParallelLinear``), beyond their launches,
+        where the block starts: the host spends it there, before the block's kernels."""
         if self.job.transformer_engine:
-            b.host(4 * TE_MODULE_HOST_US.of(backward) * 1e-6)
+            b.host(2 * TE_MODULE_HOST_US.of(backward) * 1e-6)
 
     def layer_forward(self, b: _Builder, layer: LayerKind) -> None:
         job, h, n, moe = self.job, self.job.hidden, self.norm_tokens, layer.moe
@@ -61,6 +62,7 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
         bda = (7 if job.bias_dropout_fusion else 13) - (not job.hidden_dropout)  # no mask written at p = 0
         b.add("elementwise", self._stream(n * h, bda))
         b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
+        self._te_host(b, backward=False)
         self._tp_in(b, "mlp.allgather")
         if moe:
             self._moe_forward(b)
@@ -85,6 +87,7 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
             self._mlp_backward(b)
         b.add("elementwise", self._stream(n * h, 6))  # layer norm
         b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
+        self._te_host(b, backward=True)
         self._tp_in(b, "attn.bwd.allgather")
         self._linear_bwd(b, self.q_width, h)
         self._attention(b, True, layer.cp_comm)

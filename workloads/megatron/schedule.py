@@ -33,7 +33,7 @@ import itertools
 import math
 
 from simpy_astra.workloads.chakra.types import MAX_SPLIT_WEIGHT
-from simpy_astra.workloads.megatron.host_time import host_idle_seconds
+from simpy_astra.workloads.megatron.host_time import HostChain, task_issue
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
@@ -87,6 +87,7 @@ class StageSchedule:
         self.chunks = job.virtual_stages
         self.cache: dict[tuple, list[Step]] = {}
         self.chunk = 0  # the model chunk whose task is being laid out
+        self.gpu_us = 0  # the compute nodes' time so far (the GPU runs them one at a time)
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
@@ -112,6 +113,7 @@ class StageSchedule:
                 duration_us=max(1, done_us), kind_split=",".join(split) if len(split) > 1 else "")
         self.tail = [self.g.add(op), *self.beside]
         self.beside = []
+        self.gpu_us += op.duration_us
 
     def _beside_scale(self, compute_s: float) -> float:
         """How much longer compute runs beside ``self.beside``'s collectives. NCCL's kernels
@@ -165,54 +167,61 @@ class StageSchedule:
         run as one node unless that marker starts a bucket's sync (``sync_grads``) or a
         bucket's parameters (the chunk's first forward under ``--overlap-param-gather``). A
         :class:`Wait` ends the compute that runs beside the collectives before it: what
-        follows waits for them and has every SM again."""
+        follows waits for them and has every SM again. Each compute node and collective also
+        waits for the host to enqueue it (:class:`HostChain`), and the task's end for the
+        host to have issued it all."""
         pending: dict[str, float] = {}
         name = prefix
-        self._host_bound(prefix, steps)
+        issue = task_issue(steps)
+        host = HostChain(self.g, prefix, self.tail)
+        gpu_start_us = self.gpu_us
+        enqueued_s = 0.0  # when the first kernel of what is pending is enqueued
+
+        def flush() -> None:
+            self.tail += host.gate(enqueued_s, self.gpu_us - gpu_start_us)
+            self.compute(name, pending)
+            pending.clear()
+
         starts = self.gather_starts.get(gather_chunk, {}) if gather_chunk is not None else {}
         for i, step in enumerate(steps):
             if isinstance(step, ParamsUsed):
                 if i in starts:
                     if pending:
-                        self.compute(name, pending)
-                        pending = {}
+                        flush()
                     self._bucket_needed(gather_chunk, step.dim, starts[i])
                 continue
             if isinstance(step, GradsReady) and not sync_grads:
                 continue
             if isinstance(step, Wait):
                 if pending:
-                    self.compute(name, pending)
-                    pending = {}
+                    flush()
                 self.tail += self.beside
                 self.beside = []
                 continue
             if isinstance(step, Compute):
+                if not pending:
+                    enqueued_s = issue.enqueued_s[i] or 0.0
                 for kind, seconds in step.seconds.items():
                     pending[kind] = pending.get(kind, 0.0) + seconds
                 name = f"{prefix}.{i}.{step.label}"
                 continue
             if pending:
-                self.compute(name, pending)
-                pending = {}
+                flush()
             name = f"{prefix}.{i}.{step.label}"
             if isinstance(step, GradsReady):
                 self._grads_ready(name, step.params, step.dim)
             else:
-                gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap)
+                gate = host.gate(issue.enqueued_s[i] or 0.0, self.gpu_us - gpu_start_us)
+                gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap,
+                                      deps=self.tail + gate)
                 if step.overlap:
                     self.beside.append(gid)
         if pending:
-            self.compute(name, pending)
+            flush()
         if self.beside:  # nothing after it to run beside: the next task waits for it
             self.tail += self.beside
             self.beside = []
-
-    def _host_bound(self, prefix: str, steps: list[Step]) -> None:
-        """A ``host`` node for the GPU's idle time before a task (see :func:`host_idle_seconds`)."""
-        idle = host_idle_seconds(steps)
-        if idle > 0:
-            self.compute(f"{prefix}.host", {"host": idle})
+        self.tail += host.gate(issue.done_s, self.gpu_us - gpu_start_us)
 
     # ------------------------------------------------------------------ parameter gather
     def _bucket_limit(self, chunk: int) -> float:

@@ -50,6 +50,8 @@ class Op:
     stream: str = ""  # communication: the stream it runs on beside others (``comm_stream``)
     #: compute: how long each kind of kernel in it takes, ``kind:us,...`` (``kind_split``)
     kind_split: str = ""
+    #: compute: the host's work, not the GPU's (``is_cpu_op``: it holds the CPU, not the GPU)
+    cpu: bool = False
 
 
 @dataclass

@@ -67,6 +67,8 @@ def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> by
         attrs = {"op_type": op.op_type}
         if op.kind_split:
             attrs["kind_split"] = op.kind_split
+        if op.cpu:
+            attrs["is_cpu_op"] = True
     elif op.kind == COMP:
         attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size * units.element, "op_type": op.op_type}
     elif op.kind == COLL:
