@@ -33,7 +33,7 @@ import itertools
 import math
 
 from simpy_astra.workloads.chakra.types import MAX_SPLIT_WEIGHT
-from simpy_astra.workloads.megatron.host_time import HostChain, task_issue
+from simpy_astra.workloads.megatron.host_time import HostChain, TaskIssue, task_issue
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
@@ -88,6 +88,7 @@ class StageSchedule:
         self.cache: dict[tuple, list[Step]] = {}
         self.chunk = 0  # the model chunk whose task is being laid out
         self.gpu_us = 0  # the compute nodes' time so far (the GPU runs them one at a time)
+        self.issues: dict[int, tuple[list[Step], TaskIssue]] = {}  # id(steps) -> (steps, when the host issues them)
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
@@ -172,7 +173,10 @@ class StageSchedule:
         host to have issued it all."""
         pending: dict[str, float] = {}
         name = prefix
-        issue = task_issue(steps)
+        cached = self.issues.get(id(steps))
+        if cached is None or cached[0] is not steps:  # the cached lists are laid out again each task
+            cached = self.issues[id(steps)] = (steps, task_issue(steps))
+        issue = cached[1]
         host = HostChain(self.g, prefix, self.tail)
         gpu_start_us = self.gpu_us
         enqueued_s = 0.0  # when the first kernel of what is pending is enqueued
