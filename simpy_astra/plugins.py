@@ -17,6 +17,7 @@ import inspect
 import operator
 import os
 import sys
+from collections.abc import Callable
 from functools import cache
 from importlib.machinery import PathFinder
 from importlib.metadata import entry_points
@@ -221,7 +222,8 @@ def users_method(cls: type, name: str) -> bool:
     return method is not None and not is_ours(method)
 
 
-def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
+def instants_pass(env: Any, loop: Any, who: str, fix: str,
+                  after_step: Callable[[], None] | None = None) -> Any:
     """``loop``, a generator of the user's run as a SimPy process (a model's serving loop, a
     co-simulation process), step by step, stopped in one line naming ``who`` and ``fix`` once
     it is resumed too often in one instant by what it polls (a timer, or an event that had
@@ -230,7 +232,8 @@ def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
     hung). A wait for what comes (the next item of a ``sim.stream``, however many a burst
     brings) is not counted. A collective is held to the same count. Costs a generator step per
     resume of the user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops
-    are not wrapped."""
+    are not wrapped. ``after_step()``, if given, is called after each step of ``loop`` (to
+    hold the processes that step started to the same rule)."""
     guard = ZeroTimeGuard()
     value: Any = None
     error: BaseException | None = None
@@ -246,6 +249,9 @@ def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
             event = loop.send(value) if error is None else loop.throw(error)
         except StopIteration as stop:
             return stop.value
+        finally:
+            if after_step is not None:
+                after_step()
         polled = isinstance(event, Timeout) or getattr(event, "callbacks", ()) is None
         try:
             value, error = (yield event), None

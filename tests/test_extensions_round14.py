@@ -50,3 +50,70 @@ def test_a_backend_whose_send_posts_a_message_twice_is_named(r14, jobs):
     line = _one_line(_cli(r14, "run", path.name, "--quiet", status=2))
     assert line.startswith("error: network backend 'r14:Retransmits', send(): posted the message of "), line
     assert first in line and "2 times" in line and "post_send once per send" in line, line
+
+
+# -- a process started during the run, held to letting time pass ------------------------------------
+
+COSIM_RING = HERE.parent / "examples" / "cosim_ring.yaml"
+
+
+def _polls(env, every_ns, rounds, resumed):
+    """A poller every ``every_ns``: ``rounds`` resumes (bounded, so that a run that does not
+    stop a poller at 0 ns ends rather than hangs), each time noted in ``resumed``."""
+    for _round in range(rounds):
+        yield env.timeout(every_ns)
+        resumed.append(env.now)
+
+
+def _start_mid_run(sim, starter: str, every_ns: int, rounds: int) -> tuple[int, list]:
+    """Start ``_polls`` during the run, from a monitor process of the user's at 100 ns, or from
+    an ``on("message_sent")`` callback at the first send (10 ns: the docs' ring sends after
+    E = 10 ns); the instant it starts at and the list of its resumes."""
+    env, resumed = sim.env, []
+    if starter == "process":
+        def monitor(env):
+            yield env.timeout(100)
+            env.process(_polls(env, every_ns, rounds, resumed))
+
+        env.process(monitor(env))
+        return 100, resumed
+
+    def on_send(_observation):
+        if not resumed:
+            resumed.append(None)
+            env.process(_polls(env, every_ns, rounds, resumed))
+
+    sim.on("message_sent", on_send)
+    return 10, resumed
+
+
+@pytest.mark.parametrize("starter", ["process", "on() callback"])
+def test_a_process_started_mid_run_that_polls_at_0_ns_is_stopped(monkeypatch, starter):
+    """docs/cosimulation.md: a process of one's own added to ``sim.env`` that loops within an
+    instant is stopped in one line. Only processes queued when ``run()`` was called were
+    checked: one that a user's process, or an ``on()`` callback, started during the run polled
+    on unchecked (with a ``while True`` it held the clock at that instant and ``sim.run()``
+    never returned). With the limit at 3 it is stopped after 3 resumes at the instant it
+    started."""
+    from simpy_astra import plugins
+    from simpy_astra.infra import zero_time
+    from simpy_astra.simulation import Simulation
+
+    monkeypatch.setattr(zero_time, "ZERO_TIME_RESUMES", 3)
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    at_ns, _resumed = _start_mid_run(sim, starter, 0, 10)
+    with pytest.raises(plugins.PluginError, match=f"process '_polls' was resumed 3 times at {at_ns} ns"):
+        sim.run()
+
+
+@pytest.mark.parametrize("starter", ["process", "on() callback"])
+def test_a_process_started_mid_run_that_lets_time_pass_runs_on(starter):
+    """The same poller every 1,000 ns is left alone: the run ends at the docs' ring figure,
+    6 (d(2^18) + E) + E = 32,362 ns (docs/cosimulation.md), and the poller, resumed at each
+    1,000 ns past its start, ran up to the end."""
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    at_ns, resumed = _start_mid_run(sim, starter, 1_000, 1_000)
+    assert max(r.finished_ns for r in sim.run()) == 32_362
+    assert [t for t in resumed if t is not None] == list(range(at_ns + 1_000, 32_362, 1_000))
