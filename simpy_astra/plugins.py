@@ -341,27 +341,34 @@ def stop_searching(folder: str) -> None:
         sys.path.remove(folder)
 
 
-def _module_fix(name: Any) -> str:
+def _module_fix(name: Any, attribute: str = "") -> str:
     """How to name the module a path-like ``name`` meant (``./myplug`` -> ``myplug``,
-    ``sub/m.py`` -> ``sub.m``): a module is named from a folder searched (the working
-    directory, a scenario's), without ``./`` or ``.py``."""
+    ``sub/m.py`` -> ``sub.m``), with ``:attribute`` when the spec named one (``m.py:SPEC`` ->
+    ``m:SPEC``, not ``m``, which names no registered object): a module is named from a folder
+    searched (the working directory, a scenario's), without ``./`` or ``.py``."""
     path = os.path.normpath(name[:-3] if name.endswith(".py") else name) if isinstance(name, str) and name else ""
     if not path or os.path.isabs(path) or path.split(os.sep)[0] in ("..", ".") or path.startswith("."):
-        return ("write it as package.module (a module of the working directory, a scenario's folder or the "
-                "installed packages)")
-    return f"write it as {path.replace(os.sep, '.')} (a module is named without ./ or .py)"
+        return (f"write it as {_spec('package.module', attribute)} (a module of the working directory, a "
+                f"scenario's folder or the installed packages)")
+    return f"write it as {_spec(path.replace(os.sep, '.'), attribute)} (a module is named without ./ or .py)"
 
 
-def import_module(name: str) -> Any:
+def _spec(module: str, attribute: str) -> str:
+    """``module:attribute``, or ``module`` alone for a plug-in module named by itself."""
+    return f"{module}:{attribute}" if attribute else module
+
+
+def import_module(name: str, attribute: str = "") -> Any:
     """Import a user module by name: from the working directory first, then the installed
     packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever
     the module does while importing (raise, have a syntax error, call sys.exit) is reported as
-    the module's error."""
+    the module's error. ``attribute``: what a ``module:attribute`` spec takes from it, kept in
+    the fix of a module named by its file."""
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
-        raise PluginError(f"{name!r} is not a module name; {_module_fix(name)}")
+        raise PluginError(f"{name!r} is not a module name; {_module_fix(name, attribute)}")
     if name.endswith(".py") and any(os.path.isfile(os.path.join(f, name)) for f in (os.getcwd(), *SEARCH_FOLDERS)):
         # not imported: 'loggp.py' would run loggp as package 'loggp', then fail on its module 'py'
-        raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}")
+        raise PluginError(f"'{name}' is a file name, not a module's: write it as {_spec(name[:-3], attribute)}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     for folder in SEARCH_FOLDERS:  # last: a scenario's folder never shadows an installed package
@@ -373,7 +380,7 @@ def import_module(name: str) -> Any:
         missing = exc.name or ""
         if missing and (name == missing or name.startswith(missing + ".")):
             if name.endswith(".py"):  # a file's name, not its module's
-                raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}") from None
+                raise PluginError(f"'{name}' is a file name, not a module's: write it as {_spec(name[:-3], attribute)}") from None
             where = ", ".join(["the working directory", *SEARCH_FOLDERS])
             raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; "
                               f"searched {where} and the installed packages)") from None
@@ -460,7 +467,7 @@ def import_object(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise PluginError(f"'{spec}' is not of the form package.module:attribute")
-    module = import_module(module_name)
+    module = import_module(module_name, attr)
     try:
         return getattr(module, attr)
     except AttributeError:

@@ -117,3 +117,40 @@ def test_a_process_started_mid_run_that_lets_time_pass_runs_on(starter):
     at_ns, resumed = _start_mid_run(sim, starter, 1_000, 1_000)
     assert max(r.finished_ns for r in sim.run()) == 32_362
     assert [t for t in resumed if t is not None] == list(range(at_ns + 1_000, 32_362, 1_000))
+
+
+# -- an object named by its module's file -------------------------------------------------------------
+
+EXAMPLES = HERE.parent / "examples"
+
+
+@pytest.mark.parametrize("scenario, spec, fixed, expected_ns", [
+    # hypercube: NPU 0 -> 7 over three links, trunc(3 x 500 + 65,536 / (50 x 2^30 / 10^9))
+    ("hypercube_send.yaml", "hypercube:Hypercube", "hypercube.py:Hypercube",
+     int(3 * 500 + 65_536 / (50 * 2**30 / 1e9))),
+    # simple_ring: 2 (n - 1) (d + E) + (n - 1) P(S/n), d = trunc(500 + 2^18 / (50 x 2^30 / 10^9))
+    ("simple_ring.yaml", "my_algos:SIMPLE_RING", "my_algos.py:SIMPLE_RING",
+     6 * (int(500 + 2**18 / (50 * 2**30 / 1e9)) + 10) + 3 * 3 * int(2**18 / 50)),
+    # loggp: the ring all-reduce on 8 NPUs, each of its 14 messages 2 o = 600 ns more (docs: 49,724)
+    ("loggp_ring.yaml", "loggp", "sub/loggp.py:LOGGP", 49_724),
+], ids=["topology", "collective", "backend"])
+def test_an_object_named_by_its_file_is_told_the_spec_to_write(r14, scenario, spec, fixed, expected_ns):
+    """docs/collectives.md and docs/backends.md name a class, an algorithm or a backend as
+    ``module:attribute``. Written with the module's file (``hypercube.py:Hypercube``, or
+    ``sub/loggp.py:LOGGP`` for a module in a folder) the line said "write it as hypercube":
+    the attribute was dropped, and what it said to write names no registered topology (nor
+    backend, without its plugin), a second error. The fix is now the whole spec, which runs to
+    the docs' figure."""
+    module = spec.split(":")[0]
+    folder = r14 / "sub" if fixed.startswith("sub/") else r14
+    folder.mkdir(exist_ok=True)
+    (folder / f"{module}.py").write_text((EXAMPLES / f"{module}.py").read_text())
+    text = (EXAMPLES / scenario).read_text()
+    if scenario == "loggp_ring.yaml":
+        text = text.replace("plugins: [loggp]\n", "").replace("backend: loggp", "backend: 'LOGGP_SPEC'")
+    (r14 / "as_file.yaml").write_text(text.replace(spec if ":" in spec else "LOGGP_SPEC", fixed))
+    line = _one_line(_cli(r14, "run", "as_file.yaml", "--quiet", status=2))
+    meant = fixed.replace("sub/", "sub.").replace(".py", "")
+    assert f"not a module's: write it as {meant}" in line or f"write it as {meant} (" in line, line
+    (r14 / "as_module.yaml").write_text(text.replace(spec if ":" in spec else "LOGGP_SPEC", meant))
+    assert f"iteration time {expected_ns:,} ns" in _cli(r14, "run", "as_module.yaml", "--quiet").stdout
