@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.researcher_folder import module_fixture
+from tests.test_extensions_round4 import L, d, ring_all_reduce
 from tests.test_extensions_round6 import _cli, _system, _write
 from tests.test_extensions_round7 import _bench, _net
 from tests.test_extensions_round9 import _one_line
@@ -154,3 +155,24 @@ def test_an_object_named_by_its_file_is_told_the_spec_to_write(r14, scenario, sp
     assert f"not a module's: write it as {meant}" in line or f"write it as {meant} (" in line, line
     (r14 / "as_module.yaml").write_text(text.replace(spec if ":" in spec else "LOGGP_SPEC", meant))
     assert f"iteration time {expected_ns:,} ns" in _cli(r14, "run", "as_module.yaml", "--quiet").stdout
+
+
+# -- a generator of communicator groups, its breakdown folded ----------------------------------------
+
+def test_a_folded_runs_breakdown_charges_each_npu_to_its_own_group(r14):
+    """docs/generators.md: a generator's communicator groups show in the breakdown as
+    ``comm.group <id>``. Even and odd NPUs of 8 on a switch each all-reduce 1 MiB in a group of
+    4 (one ring: E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n), d over two links). The run
+    folds (NPU 1 is NPU 0 moved by one), and every NPU's breakdown, table and timeline said
+    ``comm.group 1``: the odd NPUs, which never run a collective of group 1, were charged to
+    it. Each is now charged to its own group, as the unfolded run charges it."""
+    import json
+
+    expected = ring_all_reduce(4, 2**20, hop=lambda size: d(size, latency=2 * L))  # two links a hop
+    path = _write(r14, "halves.yaml", "{generate: 'r14:halves', num_npus: 8, size: 1048576}", _net("Switch", 8),
+                  "congestion_unaware")
+    for fold in ("on", "off"):
+        _cli(r14, "run", path.name, "--quiet", "--fold-symmetry", fold, "--json-out", f"{fold}.json")
+        npus = json.loads((r14 / f"{fold}.json").read_text())["npus"]
+        assert {npu: figures["breakdown_ns"] for npu, figures in npus.items()} == {
+            str(i): {f"comm.group {1 + i % 2}": expected} for i in range(8)}, fold

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.report.kind_split import split_intervals, split_span
-from simpy_astra.report.node_parts import Classifier, node_part
+from simpy_astra.report.node_parts import Classifier, group_dimension, node_part
 
 IDLE = "idle"
 #: the order parts are listed in: compute kinds, memory, communication dimensions, bubble, idle
@@ -327,9 +327,45 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
         result = sweep_columns(rec.ids, rec.begins, rec.ends, part_of, finish, segments, through_last=True,
                                kinds_of=kinds_of, shares=shares)
-        for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
-            out[member] = result
+        if sim.folding is None:
+            out[rec.npu_id] = result
+            continue
+        by_shift: dict[int, Breakdown] = {}  # members moved alike use their groups alike
+        for member in sim.orbit_of(rec.npu_id):
+            shift = sim.folding.shift_of[member]
+            if shift not in by_shift:
+                by_shift[shift] = _renamed(result, _member_parts(sim.folding, shift, names))
+            out[member] = by_shift[shift]
     return out
+
+
+def _member_parts(folding, shift: int, names: dict[int, str]) -> dict[str, str]:
+    """Part -> part for the orbit members moved by ``shift`` from their representative: a
+    collective of the representative's group ``g`` is one of the member's own group (the
+    image of ``g``), charged to that group's part (``comm.group 1`` -> ``comm.group 2``),
+    where the two parts differ (unnamed groups; named ones are of one dimension)."""
+    out = {}
+    for (group, moved), rep_group in folding.group_map.items():
+        if moved == shift and group != rep_group and rep_group > 0:
+            mine, theirs = group_dimension(group, names), group_dimension(rep_group, names)
+            if mine != theirs:
+                out[f"comm.{theirs}"] = f"comm.{mine}"
+    return out
+
+
+def _renamed(result: Breakdown, parts: dict[str, str]) -> Breakdown:
+    """``result`` with its parts renamed by ``parts`` (itself when there are none to rename);
+    its shares are per node, and shared."""
+    if not parts:
+        return result
+    arrays = result.arrays
+    if arrays is not None:
+        starts, ends, codes, labels = arrays
+        arrays = (starts, ends, codes, [parts.get(label, label) for label in labels])
+    stored = result._segments if arrays is None else None
+    segments = None if stored is None else [(s, e, parts.get(p, p)) for s, e, p in stored]
+    return Breakdown(result.finish_ns, {parts.get(k, k): v for k, v in result.parts.items()}, result.shares,
+                     segments, arrays)
 
 
 def critical(breakdowns: dict[int, Breakdown]) -> int:

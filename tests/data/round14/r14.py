@@ -18,3 +18,20 @@ class Retransmits(CongestionUnawareNetwork):
 
 RETRANSMITS = BackendSpec("retransmits", "posts each message twice",
                           lambda env, dims, source, config=None: Retransmits(env, dims), folds=None, folded=None)
+
+
+def halves(params, prefix):
+    """docs/generators.md's generator shape: even and odd NPUs each all-reduce ``size`` bytes in
+    a communicator group of their own (groups 1 and 2 of the comm-group JSON it writes)."""
+    import json
+
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE
+
+    n, size = params["num_npus"], params["size"]
+    for rank in range(n):
+        write_et(f"{prefix}.{rank}.et", [make_node(0, "ar", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": ALL_REDUCE, "comm_size": size, "pg_name": str(1 + rank % 2)})])
+    with open(prefix + ".json", "w") as f:
+        json.dump({"1": list(range(0, n, 2)), "2": list(range(1, n, 2))}, f)
+    return prefix + ".json"
