@@ -16,6 +16,7 @@ import importlib
 import inspect
 import operator
 import os
+import re
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -194,8 +195,19 @@ def model_kind(obj: Any) -> str:
 
 def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
     """The error for a user's model method that returned what the contract does not allow."""
-    return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {value!r}; "
+    return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {shown(value)}; "
                        f"it must return {want}")
+
+
+#: the memory address in CPython's default repr (``<generator object f at 0x7f3a...>``)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def shown(value: Any, width: int | None = None) -> str:
+    """``repr(value)`` for an error line, cut to ``width`` characters if given, without the
+    memory address a default repr holds: with it, one input's error differed from run to run."""
+    text = _ADDRESS.sub("", repr(value))
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def serving_loop(element: Any) -> Any:

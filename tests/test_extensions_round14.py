@@ -8,12 +8,13 @@ researcher's, against the one line the docs promise. The researcher's module is
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
 from tests.researcher_folder import module_fixture
-from tests.test_extensions_round4 import L, d, ring_all_reduce
+from tests.test_extensions_round4 import ONE_BYTE_PER_NS, L, d, ring_all_reduce
 from tests.test_extensions_round6 import _cli, _system, _write
 from tests.test_extensions_round7 import _bench, _net
 from tests.test_extensions_round9 import _one_line
@@ -176,3 +177,34 @@ def test_a_folded_runs_breakdown_charges_each_npu_to_its_own_group(r14):
         npus = json.loads((r14 / f"{fold}.json").read_text())["npus"]
         assert {npu: figures["breakdown_ns"] for npu, figures in npus.items()} == {
             str(i): {f"comm.group {1 + i % 2}": expected} for i in range(8)}, fold
+
+
+# -- a topology written with yield --------------------------------------------------------------------
+
+HYPERCUBE_SEND = "{generate: microbench, collective: send_recv, size: 65536, num_npus: 8, src: 0, dst: 7}"
+
+
+@pytest.mark.parametrize("backend, expected_ns", [
+    ("congestion_unaware", int(3 * L + 65_536 / (ONE_BYTE_PER_NS * 2**30 / 1e9))),  # trunc(3 L + S/B)
+    ("congestion_aware", 3 * d(65_536)),  # store and forward: three hops of trunc(L + S/B)
+    # pipelined packets: 3 L + S/B + 2 P/B, rounded up
+    ("packet", math.ceil(3 * L + (65_536 + 2 * 4096) / (ONE_BYTE_PER_NS * 2**30 / 1e9))),
+])
+def test_a_topology_whose_links_and_routes_are_generators_runs(r14, backend, expected_ns):
+    """docs/collectives.md's hypercube, its ``links()`` and ``route()`` written with ``yield``:
+    every run stopped at ``links() returned <generator object ... at 0x7f...>; expected a list``
+    (an error that differed from run to run by its address). The pairs and the path it yields
+    are read as the list would be: NPU 0 -> 7 crosses three links on each backend."""
+    path = _write(r14, "yields.yaml", HYPERCUBE_SEND, _net("'r14:YieldingHypercube'", 8), backend)
+    assert f"iteration time {expected_ns:,} ns" in _cli(r14, "run", path.name, "--quiet").stdout
+
+
+def test_a_wrong_answers_error_is_the_same_from_run_to_run(r14):
+    """A ``hops()`` that returns a generator expression (the ``sum`` forgotten) is one line
+    naming the method, as the docs promise; it held the generator's memory address, so the
+    same input gave another line at every run. It is said without the address."""
+    path = _write(r14, "counts.yaml", HYPERCUBE_SEND, _net("'r14:CountingHypercube'", 8), "congestion_unaware")
+    lines = {_one_line(_cli(r14, "run", path.name, "--quiet", status=2)) for _run in range(2)}
+    [line] = lines
+    assert ") returned <generator object CountingHypercube.hops.<locals>.<genexpr>>; expected an integer >= 1" \
+        in line and "0x" not in line, line

@@ -35,3 +35,34 @@ def halves(params, prefix):
     with open(prefix + ".json", "w") as f:
         json.dump({"1": list(range(0, n, 2)), "2": list(range(1, n, 2))}, f)
     return prefix + ".json"
+
+
+from simpy_astra.topologies import BasicTopology  # noqa: E402 - the topology part of the module
+
+
+class YieldingHypercube(BasicTopology):
+    """docs/collectives.md's hypercube with its links and routes written as generators, as
+    Python is often written: NPU i links to i XOR 2^k."""
+
+    def hops(self, src, dst):
+        return bin(src ^ dst).count("1")
+
+    def links(self):
+        for i in range(self.npus_count):
+            for k in range(self.npus_count.bit_length() - 1):
+                yield (i, i ^ (1 << k))
+
+    def route(self, src, dst):
+        at = src
+        yield at
+        for k in range(self.npus_count.bit_length() - 1):
+            if (at ^ dst) >> k & 1:
+                at ^= 1 << k
+                yield at
+
+
+class CountingHypercube(YieldingHypercube):
+    """A slip: the bits counted with a generator expression, not its sum."""
+
+    def hops(self, src, dst):
+        return (1 for k in range(8) if (src ^ dst) >> k & 1)
