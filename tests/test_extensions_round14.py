@@ -208,3 +208,16 @@ def test_a_wrong_answers_error_is_the_same_from_run_to_run(r14):
     [line] = lines
     assert ") returned <generator object CountingHypercube.hops.<locals>.<genexpr>>; expected an integer >= 1" \
         in line and "0x" not in line, line
+
+
+def test_a_collective_that_yields_its_helpers_generator_is_the_same_line_every_run(r14):
+    """collectives/README.md: a phase that yields what the run cannot wait on is stopped in
+    one line naming it. A helper's generator yielded where ``yield from`` was meant was said
+    with its memory address (``<generator object _step at 0x7f...>``): the same input, another
+    line each run. It is said without it, with the fix."""
+    path = _write(r14, "helper.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "congestion_unaware",
+                  system=_system("'r14:ring_with_a_helper'"))
+    lines = {_one_line(_cli(r14, "run", path.name, "--quiet", status=2)) for _run in range(2)}
+    [line] = lines
+    assert "collective algorithm 'ring_with_a_helper' (" in line and "yielded <generator object _step>; " in line
+    assert "yield ctx.spawn(...) (or yield from it)" in line and "0x" not in line, line

@@ -19,7 +19,7 @@ from simpy_astra.engine.events import (
     rewrap_starting_processes,
 )
 from simpy_astra.infra.horizon import api_number
-from simpy_astra.plugins import instants_pass, is_users_file
+from simpy_astra.plugins import instants_pass, is_users_file, shown
 from simpy_astra.running.observe import Observation, Observer
 
 if TYPE_CHECKING:
@@ -88,17 +88,17 @@ class CoSimulation:
         AttributeError inside the build, ``memory_traces="no"`` (truthy) wrote the traces it
         was to skip, and a non-callable ``on_report`` failed at the first NPU's end."""
         if not isinstance(inputs, SimulationInputs):
-            raise TypeError(f"Simulation(inputs): expected SimulationInputs (got {inputs!r}); for a scenario "
+            raise TypeError(f"Simulation(inputs): expected SimulationInputs (got {shown(inputs)}); for a scenario "
                             f"file use Simulation.from_scenario(path), for ASTRA-sim's files "
                             f"Simulation.from_astra_files(...)")
         if env is not None and not isinstance(env, simpy.Environment):
             raise TypeError(f"Simulation(env=...): expected a simpy.Environment to run on, or None "
-                            f"for a new one (got {env!r})")
+                            f"for a new one (got {shown(env)})")
         if on_report is not None and not callable(on_report):
             raise TypeError(f"Simulation(on_report=...): expected a function taking one NpuReport, "
-                            f"or None (got {on_report!r})")
+                            f"or None (got {shown(on_report)})")
         if not isinstance(memory_traces, bool):
-            raise TypeError(f"Simulation(memory_traces=...): expected True or False (got {memory_traces!r})")
+            raise TypeError(f"Simulation(memory_traces=...): expected True or False (got {shown(memory_traces)})")
         self.on_report = on_report
         self._env = simpy.Environment() if env is None else env
 

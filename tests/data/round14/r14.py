@@ -66,3 +66,17 @@ class CountingHypercube(YieldingHypercube):
 
     def hops(self, src, dst):
         return (1 for k in range(8) if (src ^ dst) >> k & 1)
+
+
+def _step(ctx, right, left, msg):
+    ctx.send(right, msg)
+    yield ctx.recv(left, msg)
+
+
+def ring_with_a_helper(ctx):
+    """collectives/README.md's simple_ring with its step moved to a helper, and a slip:
+    ``yield`` where ``yield from`` was meant."""
+    n, i = len(ctx.members), ctx.index
+    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+    for _step_index in range(2 * (n - 1)):
+        yield _step(ctx, right, left, ctx.size_bytes // n)
