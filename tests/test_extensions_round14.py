@@ -221,3 +221,25 @@ def test_a_collective_that_yields_its_helpers_generator_is_the_same_line_every_r
     [line] = lines
     assert "collective algorithm 'ring_with_a_helper' (" in line and "yielded <generator object _step>; " in line
     assert "yield ctx.spawn(...) (or yield from it)" in line and "0x" not in line, line
+
+
+# -- a backend from an installed package's entry point ------------------------------------------------
+
+def test_a_backend_declared_by_an_entry_point_runs_by_its_name(r14):
+    """docs/collectives.md: an algorithm, topology or model may come from an entry point of an
+    installed package, its name the name configs use; docs/backends.md: a backend is picked
+    "as algorithms and topologies are named". A backend had no entry-point group: a package
+    declaring ``loggp`` in ``simpy_astra.backends`` ran nothing (``must be one of ...``). It
+    now runs by that name, without ``plugins:``, to docs/backends.md's 49,724 ns (the ring's
+    14 messages, each 2 o = 600 ns more); one named like ours (``packet``) is refused naming
+    both, as for the other groups."""
+    from tests.test_extensions_round13 import _package
+
+    (r14 / "loggp.py").write_text((EXAMPLES / "loggp.py").read_text())
+    (r14 / "ring8.yaml").write_text((EXAMPLES / "loggp_ring.yaml").read_text().replace("plugins: [loggp]\n", ""))
+    site = _package(r14, "[simpy_astra.backends]\nloggp = loggp:LOGGP\n")
+    assert "iteration time 49,724 ns" in _cli(r14, "run", "ring8.yaml", "--quiet", path=site).stdout
+    (site / "ringpkg-0.1.dist-info" / "entry_points.txt").write_text("[simpy_astra.backends]\npacket = loggp:LOGGP\n")
+    line = _one_line(_cli(r14, "run", "ring8.yaml", "--quiet", "--network-backend", "packet", status=2, path=site))
+    assert "entry point 'packet' of simpy_astra.backends (loggp:LOGGP), declared by ringpkg, has the name of " \
+           "simpy-astra's own simpy_astra.network.backends:_packet" in line, line
