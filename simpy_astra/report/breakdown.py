@@ -313,6 +313,7 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     out: dict[int, Breakdown] = {}
     classifier = Classifier(names, p2p_name)
     wanted = None if only is None else sim.npu_for(only)
+    moved: dict[int, list[tuple[int, int]]] | None = None  # a folded run's groups by shift, made once
     for rec in record.npus:
         if wanted is not None and sim.npu_for(rec.npu_id) is not wanted:
             continue
@@ -330,26 +331,38 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         if sim.folding is None:
             out[rec.npu_id] = result
             continue
-        by_shift: dict[int, Breakdown] = {}  # members moved alike use their groups alike
+        if moved is None:
+            moved = _groups_by_shift(sim.folding)
+        renamed: dict[tuple, Breakdown] = {}  # members whose groups are renamed alike share one
         for member in sim.orbit_of(rec.npu_id):
-            shift = sim.folding.shift_of[member]
-            if shift not in by_shift:
-                by_shift[shift] = _renamed(result, _member_parts(sim.folding, shift, names))
-            out[member] = by_shift[shift]
+            parts = _member_parts(moved.get(sim.folding.shift_of[member], ()), names)
+            key = tuple(sorted(parts.items()))
+            if key not in renamed:
+                renamed[key] = _renamed(result, parts)
+            out[member] = renamed[key]
     return out
 
 
-def _member_parts(folding, shift: int, names: dict[int, str]) -> dict[str, str]:
-    """Part -> part for the orbit members moved by ``shift`` from their representative: a
-    collective of the representative's group ``g`` is one of the member's own group (the
-    image of ``g``), charged to that group's part (``comm.group 1`` -> ``comm.group 2``),
-    where the two parts differ (unnamed groups; named ones are of one dimension)."""
+def _groups_by_shift(folding) -> dict[int, list[tuple[int, int]]]:
+    """Shift -> (the group an NPU moved by it uses, its representative's in that place), for
+    the groups that differ: one pass over the folding's group map."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for (group, shift), rep_group in folding.group_map.items():
+        if group != rep_group and rep_group > 0:
+            out.setdefault(shift, []).append((group, rep_group))
+    return out
+
+
+def _member_parts(groups: list[tuple[int, int]] | tuple, names: dict[int, str]) -> dict[str, str]:
+    """Part -> part for an orbit member whose ``groups`` (its own, its representative's) differ:
+    a collective of the representative's group is one of the member's own group, charged to
+    that group's part (``comm.group 1`` -> ``comm.group 2``) where the two parts differ
+    (unnamed groups; named ones are of one dimension)."""
     out = {}
-    for (group, moved), rep_group in folding.group_map.items():
-        if moved == shift and group != rep_group and rep_group > 0:
-            mine, theirs = group_dimension(group, names), group_dimension(rep_group, names)
-            if mine != theirs:
-                out[f"comm.{theirs}"] = f"comm.{mine}"
+    for group, rep_group in groups:
+        mine, theirs = group_dimension(group, names), group_dimension(rep_group, names)
+        if mine != theirs:
+            out[f"comm.{theirs}"] = f"comm.{mine}"
     return out
 
 
