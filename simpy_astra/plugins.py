@@ -281,6 +281,18 @@ def origin(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
+def spellable(name: Any, what: str) -> None:
+    """Refuse a ``what`` name no config can spell (not a string, empty, on more than one line,
+    spaces around it): registered in silence, its object could never be named. Every registry
+    a plug-in fills holds its names to this."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name {name!r} is {a_kind(name)}, not a string: a config names what it runs by "
+                        f"a string")
+    if not name.strip() or name != name.strip() or not name.isprintable():
+        raise ValueError(f"{what} name {name!r} is not one a config can give: write a non-empty name on one line, "
+                         f"without spaces around it")
+
+
 def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
     """Refuse to register ``obj`` under a ``name`` that ``registry`` already gives to another
     object (one of ours, or another module's): a plug-in must never silently replace an
@@ -288,12 +300,7 @@ def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
     ``module:qualname`` imported again (a plug-in loaded twice), may register again. A name no
     config can spell (not a string, empty, on more than one line, spaces around it) is refused:
     registered in silence, its object could never be named."""
-    if not isinstance(name, str):
-        raise TypeError(f"{what} name {name!r} is {a_kind(name)}, not a string: a config names what it runs by "
-                        f"a string")
-    if not name.strip() or name != name.strip() or not name.isprintable():
-        raise ValueError(f"{what} name {name!r} is not one a config can give: write a non-empty name on one line, "
-                         f"without spaces around it")
+    spellable(name, what)
     taken = registry.get(name)
     if taken is None or taken is obj or origin(taken) == origin(obj):
         return

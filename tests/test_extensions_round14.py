@@ -243,3 +243,31 @@ def test_a_backend_declared_by_an_entry_point_runs_by_its_name(r14):
     line = _one_line(_cli(r14, "run", "ring8.yaml", "--quiet", "--network-backend", "packet", status=2, path=site))
     assert "entry point 'packet' of simpy_astra.backends (loggp:LOGGP), declared by ringpkg, has the name of " \
            "simpy-astra's own simpy_astra.network.backends:_packet" in line, line
+
+
+# -- a generator or schedule registered under a name no config can spell -------------------------------
+
+@pytest.mark.parametrize("kind", ["generator", "pipeline schedule"])
+@pytest.mark.parametrize("name", ["", " gpipe", "gpipe\n", 3])
+def test_a_name_no_config_can_spell_is_refused_by_every_registry(r14, kind, name):
+    """docs/collectives.md's registries refuse a name no config can give (empty, on two lines,
+    spaces around it, not a string): registered in silence, the object could never be named.
+    The generator registry (docs/generators.md, ``generated.register``) took ``" gpipe"`` and
+    ``"gpipe\\n"``, the schedule registry (docs/megatron.md, ``registry.register``) took every
+    one of them, even ``""`` and ``3``. Both now hold names to the same rule, and register
+    nothing."""
+    from simpy_astra.workloads import generated
+    from simpy_astra.workloads.schedules import registry
+
+    def writes(params, prefix):
+        return None
+
+    def gpipe(stage, pp, micro_batches, chunks):
+        return []
+
+    register, held, fn = ((generated.register, generated.GENERATORS, writes) if kind == "generator"
+                          else (registry.register, registry.SCHEDULES, gpipe))
+    before = set(held)
+    with pytest.raises((TypeError, ValueError), match=f"^{kind} name .* (is not one a config can give|not a string)"):
+        register(name, fn)
+    assert set(held) == before
