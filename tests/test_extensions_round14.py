@@ -1,8 +1,10 @@
-"""Extensions written from the docs alone, fourteenth round: each differs from the docs'
-examples and from the earlier rounds (``test_extensions_from_docs.py``,
-``test_extensions_round2.py`` .. ``round13.py``, ``test_extension_*.py``) and is checked against
-a figure derived here from the closed forms the docs state, or, for a mistake of the
-researcher's, against the one line the docs promise. The researcher's module is
+"""Round fourteen of extensions written from the docs (the earlier rounds:
+``test_extensions_round13.py`` and before). Part one holds two checks left from round 13: a
+backend of one's own whose ``send`` posts a message twice, and a process that a user's
+process or an ``on()`` callback starts mid-run, looping at 0 ns. Part two is a researcher's
+variants of the docs' snippets (a topology written with ``yield``, a spec named by its file,
+groups in a folded breakdown, a backend from an entry point, registry names), each against a
+closed form derived here or the one line the docs promise. Their module:
 ``tests/data/round14/r14.py``.
 """
 
