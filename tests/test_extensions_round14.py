@@ -273,3 +273,28 @@ def test_a_name_no_config_can_spell_is_refused_by_every_registry(r14, kind, name
     with pytest.raises((TypeError, ValueError), match=f"^{kind} name .* (is not one a config can give|not a string)"):
         register(name, fn)
     assert set(held) == before
+
+
+# -- a topology whose link figures are numpy's numbers -------------------------------------------------
+
+SEND_0_7 = 65_536
+#: NPU 0 -> 7 on the one-way ring of 8: seven links, those from NPU 0 and 4 of latency 2 L
+LATENCIES = [2 * L if i % 4 == 0 else L for i in range(7)]
+BYTES_PER_NS = ONE_BYTE_PER_NS * 2**30 / 1e9
+
+
+@pytest.mark.parametrize("backend, expected_ns", [
+    ("congestion_unaware", int(sum(LATENCIES) + SEND_0_7 / BYTES_PER_NS)),  # summed latency, slowest link
+    ("congestion_aware", sum(int(lat + SEND_0_7 / BYTES_PER_NS) for lat in LATENCIES)),  # store and forward
+    # pipelined packets: sum(L_i + P/B) + (S - P)/B, rounded up
+    ("packet", math.ceil(sum(lat + 4096 / BYTES_PER_NS for lat in LATENCIES) + (SEND_0_7 - 4096) / BYTES_PER_NS)),
+])
+def test_a_topology_whose_link_params_are_numpy_numbers_runs(r14, backend, expected_ns):
+    """docs/collectives.md: ``link_params(src, dst)`` gives a link's own ``(bandwidth_gbps,
+    latency_ns)``. Taken from numpy arrays (``np.float64``, ``np.int64``), every run stopped
+    at ``link_params(1, 2) returned (np.float64(...), np.int64(500)); expected (bandwidth GB/s >
+    0, latency ns >= 0), finite``, which they are. They are read as the numbers they are (as
+    NPU ids from numpy already were): the send crosses seven links, two of twice the latency."""
+    send = f"{{generate: microbench, collective: send_recv, size: {SEND_0_7}, num_npus: 8, src: 0, dst: 7}}"
+    path = _write(r14, "numpy.yaml", send, _net("'r14:NumpyRing'", 8), backend)
+    assert f"iteration time {expected_ns:,} ns" in _cli(r14, "run", path.name, "--quiet").stdout

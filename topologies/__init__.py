@@ -11,6 +11,7 @@ import inspect
 import math
 from collections.abc import Iterator
 
+from simpy_astra.infra.horizon import python_number
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
     PluginError,
@@ -234,6 +235,7 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
                 value = super().link_params(src, dst)
             except Exception as exc:  # noqa: BLE001 - the user's method failed
                 raise theirs("link_params", exc)  # noqa: B904 - theirs() says what context it keeps
+            value = tuple(map(python_number, value)) if isinstance(value, tuple | list) else value  # numpy's too
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], True)
                     and number(value[1], False)):
                 raise wrong("link_params", (src, dst), value, "(bandwidth GB/s > 0, latency ns >= 0), finite")
@@ -244,6 +246,7 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
                 value = super().path_profile(src, dst)
             except Exception as exc:  # noqa: BLE001 - the user's method failed
                 raise theirs("path_profile", exc)  # noqa: B904 - theirs() says what context it keeps
+            value = tuple(map(python_number, value)) if isinstance(value, tuple | list) else value  # numpy's too
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], False)
                     and number(value[1], True)):
                 raise wrong("path_profile", (src, dst), value, "(latency ns >= 0, bandwidth GB/s > 0), finite")
