@@ -128,7 +128,7 @@ def test_an_nvlink_latency_no_pipeline_send_crosses_is_said_and_swept_once(tmp_p
     assert headline_and_warnings(capsys, path) == (fast[0], [
         f"warning: {path}: cluster.nvlink_latency_ns changes nothing here: it is read only by messages the "
         f"network plays one by one (pipeline sends, all-to-alls), and none of this job's crosses NVLink (each "
-        f"pipeline send leaves its node on its own rail)"])
+        f"leaves its node on its own rail)"])
     sweep = megatron_sweep(tmp_path, {"cluster.nvlink_latency_ns": [1, 10**9]})
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("1 point\n")
