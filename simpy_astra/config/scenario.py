@@ -113,8 +113,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
     if "jobs" in doc and "comm_groups" in doc:  # no job read it: each job's groups name its own ranks
-        raise InputError(f"{path}: field 'comm_groups': beside jobs:, each job gives its own (in its ranks, "
-                         f"jobs[i].comm_groups), so this one would change nothing; move it into the job it is for")
+        raise InputError(f"{path}: comm_groups: read by no job; put it in one (jobs[i].comm_groups)")
     search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     # first: a plug-in may register the backend, generator, algorithms or topologies named below
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
