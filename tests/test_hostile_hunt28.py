@@ -4,6 +4,8 @@ no place or no fix, or too long for a line."""
 
 from __future__ import annotations
 
+import pytest
+
 from simpy_astra.cli.main import main
 from tests.scenario_files import TINY_GPT_ARGS, headline_and_warnings, megatron_scenario, megatron_sweep
 
@@ -69,3 +71,52 @@ def test_calibrate_and_validate_piped_print_lines_within_80_columns(tmp_path, ca
     printed = capsys.readouterr().out
     assert "geomean error" in printed and "HELD OUT" in printed
     assert max(map(len, printed.splitlines())) <= 80
+
+
+def _two_jobs(tmp_path, **job_b) -> str:
+    from tests.scenario_files import DEFAULT, write_yaml
+
+    step = {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20, "num_npus": 4}
+    base = {key: value for key, value in DEFAULT.items() if key != "workload"}
+    return write_yaml(tmp_path, {**base, "jobs": [{"name": "a", "workload": step, "npus": [0, 1, 2, 3]},
+                                                  {"name": "b", "workload": step, **job_b}]})
+
+
+@pytest.mark.parametrize("key", ["system", "comm_groups", "npus"])
+def test_a_jobs_key_written_empty_is_refused_not_run_as_left_out(tmp_path, capsys, key):
+    # before: 'system:' with its path forgotten ran job b on the scenario's system, and
+    # 'comm_groups:' with no groups, in silence; 'npus:' beside a placement was told it gave both
+    from tests.scenario_files import error_lines
+
+    extra = {"placement": "contiguous"} if key == "npus" else {"npus": [4, 5, 6, 7]}
+    path = _two_jobs(tmp_path, **extra, **{key: None})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[1].{key}: is empty (YAML's null: its value left out); give one, or remove {key}"]
+
+
+def test_comm_groups_written_as_an_empty_mapping_are_refused(tmp_path, capsys):
+    # before: 'comm_groups: {}' ran as if left out, in silence, where an empty cost or
+    # remote_memory is refused; a job's too
+    from tests.scenario_files import default_with, error_lines, write_yaml
+
+    path = write_yaml(tmp_path, default_with(comm_groups={}))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: comm_groups: is empty; list a group, e.g. {{1: [0, 1]}}, or leave it out"]
+    path = _two_jobs(tmp_path, npus=[4, 5, 6, 7], comm_groups={})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[1].comm_groups: is empty; list a group, e.g. {{1: [0, 1]}}, or leave it out"]
+
+
+def test_scenario_comm_groups_written_empty_is_refused(tmp_path, capsys):
+    # before: 'comm_groups:' (YAML's null) ran as if left out, where 'remote_memory:' is refused;
+    # beside a cluster too, where groups of the scenario's own are refused
+    from tests.scenario_files import default_with, error_lines, write_yaml
+
+    path = write_yaml(tmp_path, default_with(comm_groups=None))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: field 'comm_groups' must be a file path or a mapping (got None)"]
+    path = megatron_scenario(tmp_path)
+    with open(path, "a") as f:
+        f.write("comm_groups:\n")
+    assert error_lines(capsys, ["run", path, "--quiet"])[-1].startswith(
+        f"error: {path}: field 'comm_groups': a cluster's job brings its own communicator groups")

@@ -174,7 +174,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         raise InputError(f"{path}: field 'remote_memory': generate {prepared.generator} writes no remote-memory "
                          f"load or store (its tensors live in the GPU's memory), so it would change nothing; "
                          f"remove remote_memory")
-    groups = comm_groups_field(path, doc.get("comm_groups"), net.total_npus)
+    groups = comm_groups_field(path, doc["comm_groups"], net.total_npus) if "comm_groups" in doc else None
 
     def read_system(value: Any, key: str) -> SystemConfig:
         return read_block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),
