@@ -164,6 +164,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     if cluster is not None and user_network and net.total_npus != cluster.gpus:  # before the workload blames either
         raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {cluster.gpus}; make them "
                          f"one count (or leave out network: the cluster builds its own)")
+    if cluster is not None and user_network and not user_system:  # the preset's system on this network
+        doc = {**doc, "system": cluster.system_mapping(dims=list(net.npus_count))}
     if on_preset:  # every pair on its route through NVSwitch and rails
         net, said = on_preset_routes(path, doc, net, cluster, chosen)
         unknown += said
