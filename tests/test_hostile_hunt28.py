@@ -164,3 +164,20 @@ def test_a_short_algorithm_list_is_warned_of_for_a_group_of_every_npu(tmp_path, 
         f"warning: {path}: system: field 'all-reduce-implementation' lists 2 algorithm(s), but the network has 3 "
         f"dimensions: as in ASTRA-sim, the workload's all-reduces run over the first 2 only, 8 of the 16 NPUs; give "
         f"one per dimension (e.g. [halvingDoubling, halvingDoubling, halvingDoubling]) to run them over every NPU"]
+
+
+@pytest.mark.parametrize(("launcher", "started"), [
+    ("torchrun --nproc_per_node=8 --nnodes=4 pretrain_gpt.py", "32 GPUs (--nproc_per_node 8 x --nnodes 4)"),
+    ("python -m torch.distributed.launch --nproc-per-node 8 pretrain_gpt.py", "8 GPUs (--nproc-per-node 8)")])
+def test_a_pasted_launcher_starting_another_gpu_count_is_refused(tmp_path, capsys, launcher, started):
+    # before: the launcher's words were dropped unread, so a job launched on 32 GPUs (or 8) ran
+    # on cluster.gpus' 16 in silence
+    from tests.scenario_files import error_lines
+
+    path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: the pasted launcher starts {started}, but the job runs on 16 ({path}: "
+        f"cluster.gpus); make them one count, or drop the launcher's words"]
+    agreeing = megatron_scenario(tmp_path, f"torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py {TINY_GPT_ARGS}",
+                                 "agreeing.yaml", preset="dgx-h100", gpus=16)
+    assert main(["run", agreeing, "--quiet"]) == 0
