@@ -58,7 +58,7 @@ def test_a_converted_text_workload_of_one_layer_says_layer(tmp_path, capsys):
     path.write_text("DATA\n1\nl -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
     assert main(["convert", "text", "--input", str(path), "--output", str(tmp_path / "w"), "--num-npus", "2",
                  "--num-passes", "1"]) == 0
-    assert "(DATA, 1 layer, 1 pass(es))" in capsys.readouterr().out
+    assert "(DATA, 1 layer, 1 pass)" in capsys.readouterr().out
 
 
 def _preset_without_scale(tmp_path) -> str:

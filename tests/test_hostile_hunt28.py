@@ -181,3 +181,27 @@ def test_a_pasted_launcher_starting_another_gpu_count_is_refused(tmp_path, capsy
     agreeing = megatron_scenario(tmp_path, f"torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py {TINY_GPT_ARGS}",
                                  "agreeing.yaml", preset="dgx-h100", gpus=16)
     assert main(["run", agreeing, "--quiet"]) == 0
+
+
+def test_a_transformer_batch_dp_cannot_split_names_the_batch_written(tmp_path, capsys):
+    # before: "workload.dp: (8) must divide micro_batch (3)", of a micro_batch never written
+    # (left out, it is the batch: 'batch: 3' was the value to change)
+    from tests.scenario_files import default_with, error_lines, write_yaml
+
+    workload = {"generate": "transformer", "preset": "llama2-7b", "dp": 8, "batch": 3}
+    path = write_yaml(tmp_path, default_with(workload=workload))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.dp: (8) must divide batch (3: micro_batch, not given, is the whole batch); each "
+        f"replica needs whole samples"]
+
+
+def test_a_count_of_one_byte_or_one_pass_is_worded_singular(tmp_path, capsys):
+    # before: "wrote ... (all_gather, 1 bytes)" and "wrote ... (DATA, 1 layer, 1 pass(es))"
+    assert main(["generate", "microbench", "--collective", "all_gather", "--size", "1", "--num-npus", "4",
+                 "--output", str(tmp_path / "mb")]) == 0
+    assert capsys.readouterr().out.strip().endswith("(all_gather, 1 byte)")
+    text = tmp_path / "w.txt"
+    text.write_text("DATA\n1\nl -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
+    assert main(["convert", "text", "--input", str(text), "--output", str(tmp_path / "t"), "--num-npus", "4",
+                 "--num-passes", "1"]) == 0
+    assert capsys.readouterr().out.strip().endswith("(DATA, 1 layer, 1 pass)")
