@@ -205,3 +205,19 @@ def test_a_count_of_one_byte_or_one_pass_is_worded_singular(tmp_path, capsys):
     assert main(["convert", "text", "--input", str(text), "--output", str(tmp_path / "t"), "--num-npus", "4",
                  "--num-passes", "1"]) == 0
     assert capsys.readouterr().out.strip().endswith("(DATA, 1 layer, 1 pass)")
+
+
+def test_a_pasted_launcher_of_another_node_size_is_told_gpus_per_node(tmp_path, capsys):
+    # before: 4 nodes of 4 GPUs (--nproc_per_node 4 --nnodes 4) ran on the preset's 2 nodes of 8,
+    # its NVLink groups and rails not the job's: 1.862 ms, where gpus_per_node 4 gives 1.858 ms
+    from tests.scenario_files import error_lines
+
+    args = f"torchrun --nproc_per_node 4 --nnodes 4 pretrain_gpt.py {TINY_GPT_ARGS}"
+    path = megatron_scenario(tmp_path, args, preset="dgx-h100", gpus=16)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: the pasted launcher starts 4 GPUs a node (--nproc_per_node 4 x --nnodes 4), "
+        f"but the cluster's nodes hold 8; give cluster.gpus_per_node: 4, or drop the launcher's words"]
+    told = headline_and_warnings(capsys, megatron_scenario(tmp_path, args, "told.yaml", preset="dgx-h100", gpus=16,
+                                                           gpus_per_node=4))
+    assert told == headline_and_warnings(capsys, megatron_scenario(tmp_path, TINY_GPT_ARGS, "plain.yaml",
+                                                                   preset="dgx-h100", gpus=16, gpus_per_node=4))

@@ -122,11 +122,11 @@ _PER_NODE = ("--nproc_per_node", "--nproc-per-node")
 _NODES = ("--nnodes",)
 
 
-def launcher_gpus(args: object, where: str) -> tuple[int, str] | None:
+def launcher_gpus(args: object, where: str) -> tuple[int, str, int] | None:
     """The GPUs a pasted launcher (``torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py``)
-    starts, with how it says so, or None where it names no count (or no launcher is pasted):
-    its words are dropped before Megatron's are read, so a count it gives unlike the job's
-    ran on the job's in silence."""
+    starts, with how it says so and how many a node, or None where it names no count (or no
+    launcher is pasted): its words are dropped before Megatron's are read, so a count it gives
+    unlike the job's ran on the job's in silence."""
     tokens = _split(args, where)
     launcher = tokens[:len(tokens) - len(_launcher_dropped(tokens))]
     found: dict[str, str] = {}
@@ -139,7 +139,7 @@ def launcher_gpus(args: object, where: str) -> tuple[int, str] | None:
     if not found or not per_node.isdigit() or not nodes.isdigit():  # 'gpu', an elastic '1:4': no one count
         return None
     shown = " x ".join(f"{flag} {found[flag]}" for flag in found)
-    return int(per_node) * int(nodes), shown
+    return int(per_node) * int(nodes), shown, int(per_node)
 
 
 def _plain(text: str) -> str:
