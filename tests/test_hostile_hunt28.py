@@ -221,3 +221,26 @@ def test_a_pasted_launcher_of_another_node_size_is_told_gpus_per_node(tmp_path, 
                                                            gpus_per_node=4))
     assert told == headline_and_warnings(capsys, megatron_scenario(tmp_path, TINY_GPT_ARGS, "plain.yaml",
                                                                    preset="dgx-h100", gpus=16, gpus_per_node=4))
+
+
+def test_a_number_written_with_digit_groups_is_told_the_number_to_write(tmp_path, capsys):
+    # before: "cluster.gpus: must be a positive integer (got '1_6')" and "field 'bandwidth[0]'
+    # must be a number > 0 (GB/s per link; got "1_000")": Python's 1_000 is text in YAML 1.2,
+    # and no fix was named
+    from tests.scenario_files import DEFAULT, default_with, error_lines, write_yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"workload: {{generate: megatron, args: '{TINY_GPT_ARGS}'}}\n"
+                    f"cluster: {{preset: dgx-h100, gpus: 1_6}}\n")
+    assert error_lines(capsys, ["run", str(path), "--quiet"]) == [
+        f"error: {path}: cluster.gpus: must be a positive integer (got '1_6'); write 16 (YAML 1.2 reads a number "
+        f"with '_' in it as text)"]
+    path.write_text(path.read_text().replace("1_6", "16, inter_node_gbit_s: 3_200"))
+    assert error_lines(capsys, ["run", str(path), "--quiet"])[-1].endswith(
+        "(got '3_200'); write 3200 (YAML 1.2 reads a number with '_' in it as text)")
+    text = write_yaml(tmp_path, default_with(network={**DEFAULT["network"], "bandwidth": ["1_000"]}), "n.yaml")
+    network = (tmp_path / "n.yaml").read_text().replace("'1_000'", "1_000")
+    (tmp_path / "n.yaml").write_text(network)
+    assert error_lines(capsys, ["run", text, "--quiet"]) == [
+        f"error: {text}: network: field 'bandwidth[0]' must be a number > 0 (GB/s per link; got \"1_000\"); write "
+        f"1000 (YAML 1.2 reads a number with '_' in it as text)"]
