@@ -244,3 +244,21 @@ def test_a_number_written_with_digit_groups_is_told_the_number_to_write(tmp_path
     assert error_lines(capsys, ["run", text, "--quiet"]) == [
         f"error: {text}: network: field 'bandwidth[0]' must be a number > 0 (GB/s per link; got \"1_000\"); write "
         f"1000 (YAML 1.2 reads a number with '_' in it as text)"]
+
+
+def test_a_jobs_file_on_a_sweep_axis_resolves_from_the_sweeps_folder(tmp_path, capsys):
+    # before: 'jobs.1.system: [own.json]' beside the sweep was looked for beside the point's
+    # temporary scenario ("own: system JSON file does not exist"), where the scenario's own
+    # 'system: [own.json]' resolves from the sweep's folder
+    import json
+
+    from tests.scenario_files import DEFAULT, write_yaml
+
+    (tmp_path / "own.json").write_text(json.dumps(DEFAULT["system"]))
+    step = {"generate": "microbench", "collective": "all_reduce", "size": 1 << 20, "num_npus": 4}
+    base = {key: value for key, value in DEFAULT.items() if key != "workload"}
+    write_yaml(tmp_path, {**base, "jobs": [{"name": "a", "workload": step, "npus": [0, 1, 2, 3]},
+                                           {"name": "b", "workload": step, "npus": [4, 5, 6, 7]}]}, "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"jobs.1.system": ["own.json"]}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert "will fail" not in capsys.readouterr().out
