@@ -213,6 +213,19 @@ def bytes_fix(value: object) -> str:
     return f"; a size is a number of bytes: write {int(si)}{also}"
 
 
+#: a number written with Python's digit groups (``1_000``), which YAML 1.2 reads as text
+_DIGIT_GROUPS = re.compile(r"[+-]?\d+(?:_\d+)+(?:\.\d+)?")
+
+
+def digit_groups_fix(value: object) -> str:
+    """The fix for a number written with ``_`` between its digits (``1_000``, as Python and
+    YAML 1.1 write it): YAML 1.2, which ASTRA-sim's yaml-cpp and this reader follow, reads it
+    as text, and the field then refused it with no number to write ('')."""
+    if not isinstance(value, str) or not _DIGIT_GROUPS.fullmatch(value):
+        return ""
+    return f"; write {value.replace('_', '')} (YAML 1.2 reads a number with '_' in it as text)"
+
+
 def integer_fix(value: object, minimum: int | None = None, maximum: int | None = None) -> str:
     """The fix for a float where a whole number goes, one rule for every integer field of a
     scenario, cluster, job, generator or sweep: YAML reads ``16.0`` and ``1e6`` as floats, and
@@ -222,6 +235,8 @@ def integer_fix(value: object, minimum: int | None = None, maximum: int | None =
     names that value); anything else gets no fix here (''). ``minimum`` and ``maximum``: the
     field's least and largest values, so a fix never names one it refuses (0.5 for a positive
     count: 'write 1', not '0 or 1'; 1e9 queues of at most 4096: no integer to write)."""
+    if isinstance(value, str):
+        return digit_groups_fix(value)
     if isinstance(value, list):
         fixes = {i: integer_fix(v, minimum, maximum) for i, v in enumerate(value) if isinstance(v, float)}
         if not fixes or not all(fixes.values()):

@@ -16,7 +16,9 @@ import importlib
 import inspect
 import operator
 import os
+import re
 import sys
+from collections.abc import Callable
 from functools import cache
 from importlib.machinery import PathFinder
 from importlib.metadata import entry_points
@@ -193,8 +195,19 @@ def model_kind(obj: Any) -> str:
 
 def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
     """The error for a user's model method that returned what the contract does not allow."""
-    return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {value!r}; "
+    return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {shown(value)}; "
                        f"it must return {want}")
+
+
+#: the memory address in CPython's default repr (``<generator object f at 0x7f3a...>``)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def shown(value: Any, width: int | None = None) -> str:
+    """``repr(value)`` for an error line, cut to ``width`` characters if given, without the
+    memory address a default repr holds: with it, one input's error differed from run to run."""
+    text = _ADDRESS.sub("", repr(value))
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def serving_loop(element: Any) -> Any:
@@ -221,7 +234,8 @@ def users_method(cls: type, name: str) -> bool:
     return method is not None and not is_ours(method)
 
 
-def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
+def instants_pass(env: Any, loop: Any, who: str, fix: str,
+                  after_step: Callable[[], None] | None = None) -> Any:
     """``loop``, a generator of the user's run as a SimPy process (a model's serving loop, a
     co-simulation process), step by step, stopped in one line naming ``who`` and ``fix`` once
     it is resumed too often in one instant by what it polls (a timer, or an event that had
@@ -230,7 +244,8 @@ def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
     hung). A wait for what comes (the next item of a ``sim.stream``, however many a burst
     brings) is not counted. A collective is held to the same count. Costs a generator step per
     resume of the user's loop (300 ns beside SimPy's 1.2 us to resume a process); our loops
-    are not wrapped."""
+    are not wrapped. ``after_step()``, if given, is called after each step of ``loop`` (to
+    hold the processes that step started to the same rule)."""
     guard = ZeroTimeGuard()
     value: Any = None
     error: BaseException | None = None
@@ -246,6 +261,9 @@ def instants_pass(env: Any, loop: Any, who: str, fix: str) -> Any:
             event = loop.send(value) if error is None else loop.throw(error)
         except StopIteration as stop:
             return stop.value
+        finally:
+            if after_step is not None:
+                after_step()
         polled = isinstance(event, Timeout) or getattr(event, "callbacks", ()) is None
         try:
             value, error = (yield event), None
@@ -263,6 +281,18 @@ def origin(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
+def spellable(name: Any, what: str) -> None:
+    """Refuse a ``what`` name no config can spell (not a string, empty, on more than one line,
+    spaces around it): registered in silence, its object could never be named. Every registry
+    a plug-in fills holds its names to this."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name {name!r} is {a_kind(name)}, not a string: a config names what it runs by "
+                        f"a string")
+    if not name.strip() or name != name.strip() or not name.isprintable():
+        raise ValueError(f"{what} name {name!r} is not one a config can give: write a non-empty name on one line, "
+                         f"without spaces around it")
+
+
 def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
     """Refuse to register ``obj`` under a ``name`` that ``registry`` already gives to another
     object (one of ours, or another module's): a plug-in must never silently replace an
@@ -270,12 +300,7 @@ def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
     ``module:qualname`` imported again (a plug-in loaded twice), may register again. A name no
     config can spell (not a string, empty, on more than one line, spaces around it) is refused:
     registered in silence, its object could never be named."""
-    if not isinstance(name, str):
-        raise TypeError(f"{what} name {name!r} is {a_kind(name)}, not a string: a config names what it runs by "
-                        f"a string")
-    if not name.strip() or name != name.strip() or not name.isprintable():
-        raise ValueError(f"{what} name {name!r} is not one a config can give: write a non-empty name on one line, "
-                         f"without spaces around it")
+    spellable(name, what)
     taken = registry.get(name)
     if taken is None or taken is obj or origin(taken) == origin(obj):
         return
@@ -335,27 +360,34 @@ def stop_searching(folder: str) -> None:
         sys.path.remove(folder)
 
 
-def _module_fix(name: Any) -> str:
+def _module_fix(name: Any, attribute: str = "") -> str:
     """How to name the module a path-like ``name`` meant (``./myplug`` -> ``myplug``,
-    ``sub/m.py`` -> ``sub.m``): a module is named from a folder searched (the working
-    directory, a scenario's), without ``./`` or ``.py``."""
+    ``sub/m.py`` -> ``sub.m``), with ``:attribute`` when the spec named one (``m.py:SPEC`` ->
+    ``m:SPEC``, not ``m``, which names no registered object): a module is named from a folder
+    searched (the working directory, a scenario's), without ``./`` or ``.py``."""
     path = os.path.normpath(name[:-3] if name.endswith(".py") else name) if isinstance(name, str) and name else ""
     if not path or os.path.isabs(path) or path.split(os.sep)[0] in ("..", ".") or path.startswith("."):
-        return ("write it as package.module (a module of the working directory, a scenario's folder or the "
-                "installed packages)")
-    return f"write it as {path.replace(os.sep, '.')} (a module is named without ./ or .py)"
+        return (f"write it as {_spec('package.module', attribute)} (a module of the working directory, a "
+                f"scenario's folder or the installed packages)")
+    return f"write it as {_spec(path.replace(os.sep, '.'), attribute)} (a module is named without ./ or .py)"
 
 
-def import_module(name: str) -> Any:
+def _spec(module: str, attribute: str) -> str:
+    """``module:attribute``, or ``module`` alone for a plug-in module named by itself."""
+    return f"{module}:{attribute}" if attribute else module
+
+
+def import_module(name: str, attribute: str = "") -> Any:
     """Import a user module by name: from the working directory first, then the installed
     packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever
     the module does while importing (raise, have a syntax error, call sys.exit) is reported as
-    the module's error."""
+    the module's error. ``attribute``: what a ``module:attribute`` spec takes from it, kept in
+    the fix of a module named by its file."""
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
-        raise PluginError(f"{name!r} is not a module name; {_module_fix(name)}")
+        raise PluginError(f"{name!r} is not a module name; {_module_fix(name, attribute)}")
     if name.endswith(".py") and any(os.path.isfile(os.path.join(f, name)) for f in (os.getcwd(), *SEARCH_FOLDERS)):
         # not imported: 'loggp.py' would run loggp as package 'loggp', then fail on its module 'py'
-        raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}")
+        raise PluginError(f"'{name}' is a file name, not a module's: write it as {_spec(name[:-3], attribute)}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     for folder in SEARCH_FOLDERS:  # last: a scenario's folder never shadows an installed package
@@ -367,7 +399,7 @@ def import_module(name: str) -> Any:
         missing = exc.name or ""
         if missing and (name == missing or name.startswith(missing + ".")):
             if name.endswith(".py"):  # a file's name, not its module's
-                raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}") from None
+                raise PluginError(f"'{name}' is a file name, not a module's: write it as {_spec(name[:-3], attribute)}") from None
             where = ", ".join(["the working directory", *SEARCH_FOLDERS])
             raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; "
                               f"searched {where} and the installed packages)") from None
@@ -454,7 +486,7 @@ def import_object(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise PluginError(f"'{spec}' is not of the form package.module:attribute")
-    module = import_module(module_name)
+    module = import_module(module_name, attr)
     try:
         return getattr(module, attr)
     except AttributeError:

@@ -35,7 +35,7 @@ from simpy_astra.infra import horizon, stopping
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
-from simpy_astra.running.cosim import CoSimulation, hold_users_processes_to_time
+from simpy_astra.running.cosim import CoSimulation
 from simpy_astra.running.input_checks import check_paths, checked_path, start_warnings
 from simpy_astra.running.one_job import build_one_job
 from simpy_astra.topologies import build as build_topology
@@ -212,7 +212,7 @@ class Simulation(CoSimulation):
         if until is not None:
             until = horizon.api_number(until, "run(until=...)")
         if not self.finished.processed and not self._stalled.triggered:
-            hold_users_processes_to_time(self._env)
+            self.users_processes.hold_queued()
             self._running = True
             try:
                 with fast_collection(), stopping.engine(self._env):

@@ -33,8 +33,8 @@ r13 = module_fixture(R13)
 def test_a_backend_of_ones_own_posting_once_gives_the_native_ring(r13):
     """docs/backends.md: a backend's ``send`` posts the message with ``entry =
     self.board.post_send(...)`` and gives it its arrival; posting once gives the native ring's
-    figure, E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n). (One that posts twice is not caught:
-    the check set a wrapper on the network instance, which the element contract forbids.)"""
+    figure, E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n). (One that posts twice:
+    ``test_extensions_round14.py``.)"""
     once = _write(r13, "once.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "'r13:SENDS_ONCE'")
     assert f"iteration time {ring_all_reduce(4, 4096):,} ns" in _cli(r13, "run", once.name, "--quiet").stdout
 

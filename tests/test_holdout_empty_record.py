@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.wrapped_lines import plain
 
 NCCL = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench"
 
@@ -26,6 +27,6 @@ def test_a_record_of_no_logs_still_warns_of_another_network(tmp_path, capsys):
     capsys.readouterr()
     assert main(["validate", log, "--system", str(fit / "system.json"), "--holdout", str(empty),
                  "--network", str(edited), "--out", str(tmp_path / "v")]) == 0
-    assert capsys.readouterr().err.splitlines() == [
+    assert plain(capsys.readouterr().err).splitlines() == [
         f"warning: {edited}: bandwidth is [300], but {empty} fitted {record['fitted']['bandwidth']}: its 'fitted' "
         f"rows were fitted to another network; give the network.yml calibrate wrote beside it, or drop --holdout"]

@@ -367,8 +367,10 @@ def test_an_axis_on_a_megatron_argument_may_keep_its_name(tmp_path, capsys):
                                             (("--in-place",), "in-place times copy nothing")])
 def test_a_gpu_memory_rate_nothing_reads_is_warned_of(tmp_path, capsys, extra, why):
     # calibrate took --gpu-memory-bw beside an all-reduce log and said nothing: no figure read it
+    from tests.wrapped_lines import plain
+
     assert main(_calibrate(tmp_path, "--gpu-memory-bw", "100", *extra)) == 0
-    out = capsys.readouterr().out
+    out = plain(capsys.readouterr().out)
     assert f"warning: --gpu-memory-bw changes nothing: only the own-chunk copy of an out-of-place all_gather or " \
            f"all_to_all log reads it, and {why}; remove it" in out, out
 

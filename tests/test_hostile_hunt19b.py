@@ -162,7 +162,7 @@ def test_a_log_changed_since_its_calibration_warns_that_its_fitted_sizes_count_a
     record["logs"][0]["path"] = str(log)  # as if calibrated on it before the edit
     capsys.readouterr()
     assert _validate(calibrated, tmp_path, record, log) == 0
-    err = capsys.readouterr().err
+    err = plain(capsys.readouterr().err)
     assert "all_reduce.log: changed since the calibration fitted it (checksum " in err
     # a log the calibration never saw is held out as it should be, without a word
     record["logs"][0]["path"] = str(tmp_path / "elsewhere.log")

@@ -146,7 +146,9 @@ def test_a_holdout_record_beside_another_network_is_warned_of(tmp_path, capsys):
     edited.write_text(yaml.safe_dump(network))
     then = json.loads((fit / "calibration.json").read_text())["fitted"]["bandwidth"]
     assert main([*argv, "--network", str(edited), "--out", str(tmp_path / "v2")]) == 0
-    assert capsys.readouterr().err.splitlines() == [
+    from tests.wrapped_lines import plain
+
+    assert plain(capsys.readouterr().err).splitlines() == [
         f"warning: {edited}: bandwidth is [300], but {fit / 'calibration.json'} fitted {then}: its 'fitted' "
         f"rows were fitted to another network; give the network.yml calibrate wrote beside it, or drop --holdout"]
 

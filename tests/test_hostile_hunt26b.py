@@ -58,7 +58,7 @@ def test_a_converted_text_workload_of_one_layer_says_layer(tmp_path, capsys):
     path.write_text("DATA\n1\nl -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
     assert main(["convert", "text", "--input", str(path), "--output", str(tmp_path / "w"), "--num-npus", "2",
                  "--num-passes", "1"]) == 0
-    assert "(DATA, 1 layer, 1 pass(es))" in capsys.readouterr().out
+    assert "(DATA, 1 layer, 1 pass)" in capsys.readouterr().out
 
 
 def _preset_without_scale(tmp_path) -> str:
@@ -128,7 +128,7 @@ def test_an_nvlink_latency_no_pipeline_send_crosses_is_said_and_swept_once(tmp_p
     assert headline_and_warnings(capsys, path) == (fast[0], [
         f"warning: {path}: cluster.nvlink_latency_ns changes nothing here: it is read only by messages the "
         f"network plays one by one (pipeline sends, all-to-alls), and none of this job's crosses NVLink (each "
-        f"pipeline send leaves its node on its own rail)"])
+        f"leaves its node on its own rail)"])
     sweep = megatron_sweep(tmp_path, {"cluster.nvlink_latency_ns": [1, 10**9]})
     assert main(["sweep", sweep, "--list"]) == 0
     assert capsys.readouterr().out.startswith("1 point\n")

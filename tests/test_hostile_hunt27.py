@@ -322,8 +322,7 @@ def test_a_scenarios_comm_groups_beside_jobs_is_refused(tmp_path, capsys):
                                  "jobs": [{"name": "a", "workload": step, "npus": [0, 1, 2, 3]},
                                           {"name": "b", "workload": step, "npus": [4, 5, 6, 7]}]})
     assert error_lines(capsys, ["run", path, "--quiet"]) == [
-        f"error: {path}: field 'comm_groups': beside jobs:, each job gives its own (in its ranks, "
-        f"jobs[i].comm_groups), so this one would change nothing; move it into the job it is for"]
+        f"error: {path}: comm_groups: read by no job; put it in one (jobs[i].comm_groups)"]
 
 
 def test_a_scenarios_system_no_job_reads_is_refused(tmp_path, capsys):

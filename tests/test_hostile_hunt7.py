@@ -437,7 +437,7 @@ def test_validate_holdout_of_a_fit_that_held_nothing_out_says_so(tmp_path, capsy
     capsys.readouterr()
     assert main(["validate", str(log / "all_reduce.log"), "--network", str(cal / "network.yml"), "--system",
                  str(cal / "system.json"), "--out", str(tmp_path / "v"), "--holdout", str(cal / "calibration.json")]) == 0
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.replace("\n  ", " ").splitlines()  # its lines unwrapped (80 columns)
     held = [line for line in out if line.startswith("HELD OUT")]
     assert held == ["HELD OUT dgx-a100-superbench/all_reduce.log: none, the calibration fitted every size >= 1 MiB "
                     "(calibrate with --hold-out-every N to hold some out)"], out

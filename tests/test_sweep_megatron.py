@@ -159,7 +159,7 @@ def test_a_pasted_launch_script_base_sweeps_as_it_runs(tmp_path):
     before any flag) while its flags were unknown to constraints."""
     from simpy_astra.workloads.megatron.arguments import parse
 
-    script = "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n  " + SMALL.replace(" --seq-length", " \\\n  --seq-length")
+    script = "torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \\\n  " + SMALL.replace(" --seq-length", " \\\n  --seq-length")
     assert parse(script, GPUS).micro_batch == 1  # run reads it
     spec = load_sweep(megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2, 4]}, args=script,
                                      constraints=["hidden_size == 1024 and micro_batch_size < 4"]))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Iterator
 
+from simpy_astra.infra.horizon import python_number
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
     PluginError,
@@ -18,6 +20,7 @@ from simpy_astra.plugins import (
     from_entry_point,
     import_object,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
     user_code_problem,
     users_int,
@@ -151,9 +154,9 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
         home = topology.__module__
 
     def wrong(method: str, args: tuple, value: object, expected: str, also: str = "") -> PluginError:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         fix = f"{topology.__qualname__}.{method}()" + (f" or {also}()" if also else "")
-        return PluginError(f"{who}: {method}{args} returned {shown}; expected {expected}; fix {fix} in {home}")
+        return PluginError(f"{who}: {method}{args} returned {shown(value, 80)}; expected {expected}; fix {fix} "
+                           f"in {home}")
 
     def theirs(method: str, exc: Exception) -> Exception:
         """What to raise for ``exc``, which ``method`` raised: one line naming the user's method
@@ -212,6 +215,8 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
                 value = super().route(src, dst)
             except Exception as exc:  # noqa: BLE001 - the user's method failed
                 raise theirs("route", exc)  # noqa: B904 - theirs() says what context it keeps
+            if isinstance(value, Iterator):  # written with yield (or map): a path all the same
+                value = list(value)
             value = [users_int(d) for d in value] if isinstance(value, list | tuple) else value
             if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
                     or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
@@ -230,6 +235,7 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
                 value = super().link_params(src, dst)
             except Exception as exc:  # noqa: BLE001 - the user's method failed
                 raise theirs("link_params", exc)  # noqa: B904 - theirs() says what context it keeps
+            value = tuple(map(python_number, value)) if isinstance(value, tuple | list) else value  # numpy's too
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], True)
                     and number(value[1], False)):
                 raise wrong("link_params", (src, dst), value, "(bandwidth GB/s > 0, latency ns >= 0), finite")
@@ -240,6 +246,7 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
                 value = super().path_profile(src, dst)
             except Exception as exc:  # noqa: BLE001 - the user's method failed
                 raise theirs("path_profile", exc)  # noqa: B904 - theirs() says what context it keeps
+            value = tuple(map(python_number, value)) if isinstance(value, tuple | list) else value  # numpy's too
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], False)
                     and number(value[1], True)):
                 raise wrong("path_profile", (src, dst), value, "(latency ns >= 0, bandwidth GB/s > 0), finite")
@@ -250,6 +257,8 @@ def _checked(topology: type[BasicTopology], who: str) -> type[BasicTopology]:
                 value = super().links()
             except Exception as exc:  # noqa: BLE001 - the user's method failed
                 raise theirs("links", exc)  # noqa: B904 - theirs() says what context it keeps
+            if isinstance(value, Iterator):  # written with yield (or map): the links all the same
+                value = list(value)
             if isinstance(value, list | tuple):  # numpy's integers are ids too
                 value = [tuple(map(users_int, e)) if isinstance(e, tuple | list) else e for e in value]
             if not isinstance(value, list | tuple) or not all(

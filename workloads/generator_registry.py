@@ -19,6 +19,7 @@ from simpy_astra.plugins import (
     PluginError,
     import_object,
     origin,
+    spellable,
     user_code_problem,
 )
 from simpy_astra.workloads.generator_inputs import named_files_digest, source_digest
@@ -148,8 +149,7 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
     ``fn``'s own name, the source of its module and of the user's modules loaded beside it, and the
     files its parameters name, so an edited generator, helper or input file is run again. A name already given
     to another generator (``microbench``, another module's) is a ValueError."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"a generator's name must be a non-empty string (got {name!r})")
+    spellable(name, "generator")
     if not callable(fn):
         raise TypeError(f"generator '{name}': {fn!r} is not a function fn(params, prefix)")
     taken = GENERATORS.get(name)

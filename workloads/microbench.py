@@ -189,5 +189,5 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     write_microbench(args.collective, args.size, args.num_npus, args.output, args.src, args.dst)
     what = f"{args.src} -> {args.dst}" if args.collective == SEND_RECV else args.collective
-    print(f"wrote {args.output}.{{0..{args.num_npus - 1}}}.et ({what}, {args.size} bytes)")
+    print(f"wrote {args.output}.{{0..{args.num_npus - 1}}}.et ({what}, {args.size} byte{'' if args.size == 1 else 's'})")
     return 0

@@ -408,5 +408,5 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     workload = write_text_ets(args.input, args.output, args.num_npus, args.num_passes, args.num_dims)
     print(f"wrote {args.output}.{{0..{args.num_npus - 1}}}.et ({workload.parallelism}, "
-          f"{len(workload.layers)} layer{'' if len(workload.layers) == 1 else 's'}, {args.num_passes} pass(es))")
+          f"{len(workload.layers)} layer{'' if len(workload.layers) == 1 else 's'}, {args.num_passes} pass{'' if args.num_passes == 1 else 'es'})")
     return 0

@@ -104,10 +104,10 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
         skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
         if log.tables > 1:
             skipped += f", rows of {log.tables} tables (runs) together"
-        out.line(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
+        out.prose(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
                  f"{skipped}")
     for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
-        out.line(note)
+        out.prose(note)
     # the network YAML's bandwidth unit: ASTRA-sim moves bandwidth * 2^30 bytes a second
     out.table("calibrated network", ("dim", "topology", "NPUs", "bandwidth GiB/s", "latency ns"),
               [(str(d), topo, str(network["npus_count"][d]),
@@ -116,10 +116,10 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
                for d, topo in enumerate(network["topology"])],
               align=("right", "left", "right", "right", "right"))
     if nccl is not None:
-        out.line(f"nccl: the call's fixed cost {nccl['launch_us']:g} us (fitted on sizes up to 4 KiB)" if nccl["launch_sizes"]
+        out.prose(f"nccl: the call's fixed cost {nccl['launch_us']:g} us (fitted on sizes up to 4 KiB)" if nccl["launch_sizes"]
                  else "nccl: the call's fixed cost 0 us (not fitted: no size of the log is up to 4 KiB)")
         for key, factors in nccl["protocols"].items():
-            out.line(f"nccl {key}: bandwidth x {factors['bandwidth']:g}, latency x {factors['latency']:g} of NCCL's")
+            out.prose(f"nccl {key}: bandwidth x {factors['bandwidth']:g}, latency x {factors['latency']:g} of NCCL's")
     sizes = sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"])
     if sizes:  # a table: as lines they ran to 144 columns
         out.table("nccl: each size of the log against NCCL's choice",
@@ -130,7 +130,7 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
                     f"{100 * r['error']:+.1f}%") for r in sizes],
                   align=("right", "left", "left", "right", "right", "left", "left", "right", "right", "right"))
     for coll, choice in (algorithms or {}).items():
-        out.line(f"{coll}: {choice['implementation']}, {choice['source']}")
+        out.prose(f"{coll}: {choice['implementation']}, {choice['source']}")
 
 
 def _write_files(args: argparse.Namespace, logs: list, held_out: Any, network: dict, cal: Any,
@@ -212,7 +212,7 @@ def main(argv: list[str]) -> int:
     cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place,
                     backend=args.backend, held_out=held_out, gpu_memory_gbps=args.gpu_memory_bw)
 
-    out = Output(sys.stdout)  # a table on a terminal; plain lines, never wrapped, in a pipe or file
+    out = Output(sys.stdout)  # a table on a terminal; plain lines within 80 columns in a pipe or file
     regimes = None
     if args.protocol_regimes:
         from simpy_astra.calibration.regimes import fit_regimes
@@ -220,21 +220,21 @@ def main(argv: list[str]) -> int:
         regimes = fit_regimes(logs, network, system, cal, args.min_size, args.in_place, args.backend, held_out,
                               args.gpu_memory_bw)
         sw = (regimes or {}).get("switch")
-        out.line(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
+        out.prose(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
                  f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
                  "protocol switch: none seen in the logs (no regimes.json)")
     _print_fit(out, args, logs, network, cal, nccl, algorithms)
-    out.line(f"endpoint delay {cal.system['endpoint-delay']} ns, "
+    out.prose(f"endpoint delay {cal.system['endpoint-delay']} ns, "
              f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
     if cal.uncovered_dims:
         text = f"no log spans dimension(s) {cal.uncovered_dims}; their values are the given ones"
-        out.line(f"warning: {text}", f"[yellow]warning[/yellow]: {text}")
-    out.line(f"fitted on {cal.fit.used_points} sizes >= {args.min_size} bytes: simulated with the "
+        out.prose(f"warning: {text}", f"[yellow]warning[/yellow]: {text}")
+    out.prose(f"fitted on {cal.fit.used_points} sizes >= {args.min_size} bytes: simulated with the "
              f"fitted values, geomean error {100 * gm_abs_error(cal.sim_errors):.1f}%, mean |error| "
              f"{100 * sum(abs(e) for e in cal.sim_errors) / len(cal.sim_errors):.1f}% "
              f"({cal.simulations} simulations, {cal.rounds} round(s))")
 
     net_path, sys_path, info_path = _write_files(args, logs, held_out, network, cal, algorithms, nccl, regimes)
     extra = f", {escaped(os.path.join(args.out, 'nccl.json'))}" if nccl is not None else ""
-    out.line(f"wrote {escaped(net_path)}, {escaped(sys_path)}{extra} and {escaped(info_path)} in {time.perf_counter() - t0:.1f} s")
+    out.prose(f"wrote {escaped(net_path)}, {escaped(sys_path)}{extra} and {escaped(info_path)} in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
         write_csv,
         write_plot,
     )
-    from simpy_astra.report.console import Output, say
+    from simpy_astra.report.console import Output, say_wrapped
 
     t0 = time.perf_counter()
     check_memory_bw(args.gpu_memory_bw)
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
     output_dir(args.out, ("validate.png", "validate.csv", "validate.json"))
     fitted = load_fitted_lines(args.holdout, args.in_place) if args.holdout is not None else None  # before the simulations
     for line in [*changed_logs(logs, fitted), *other_network(network, args.network, fitted)] if fitted is not None else ():
-        print(f"warning: {line}", file=sys.stderr)
+        say_wrapped(f"warning: {line}")
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
                             network_for=load_regimes(args.regimes) if args.regimes is not None else None,
                             gpu_memory_gbps=args.gpu_memory_bw)
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
     summaries = summarise(results)
     for line in [*map(summary_line, summaries), *holdout_lines(holdout or []),
                  *copy_notes(logs, args.gpu_memory_bw, args.in_place)]:
-        say(line, sys.stdout)  # wrapped on a terminal, one line in a pipe or a file
+        say_wrapped(line, sys.stdout)  # wrapped to the terminal, or within 80 columns in a pipe or a file
     png = os.path.join(args.out, "validate.png")
     plotted = importlib.util.find_spec("matplotlib") is not None  # the figures need nothing else
     if plotted:
@@ -99,8 +99,8 @@ def main(argv: list[str]) -> int:
         f.write("\n")
     took = f"in {time.perf_counter() - t0:.1f} s"
     if plotted:
-        say(f"wrote {files.escaped(png)} (and validate.csv, validate.json) {took}", sys.stdout)
+        say_wrapped(f"wrote {files.escaped(png)} (and validate.csv, validate.json) {took}", sys.stdout)
     else:
-        say(f"wrote {files.escaped(os.path.join(args.out, 'validate.csv'))} and validate.json {took}; skipped validate.png: "
-            f"matplotlib is not installed (pip install 'simpy-astra[calibrate]')", sys.stdout)
+        say_wrapped(f"wrote {files.escaped(os.path.join(args.out, 'validate.csv'))} and validate.json {took}; skipped "
+                    f"validate.png: matplotlib is not installed (pip install 'simpy-astra[calibrate]')", sys.stdout)
     return 0

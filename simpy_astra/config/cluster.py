@@ -216,8 +216,10 @@ class Cluster:
         return {"topology": ["Switch"] * len(sizes), "npus_count": sizes,
                 "bandwidth": [bw for bw, _ in links], "latency": [lat for _, lat in links]}
 
-    def system_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
-        dims = self.dims(blocks)[0]
+    def system_mapping(self, blocks: list[int] | None = None, dims: list[int] | None = None) -> dict[str, Any]:
+        """The preset's system, an algorithm per dimension of its network (:meth:`dims`), or of
+        ``dims``, a network of the scenario's own (its NPUs per dimension)."""
+        dims = self.dims(blocks)[0] if dims is None else dims
         all_reduce = ["halvingDoubling" if n & (n - 1) == 0 else "ring" for n in dims]
         if self.nccl_algo == "ring":  # NCCL_ALGO=Ring: rings on every dimension and group
             all_reduce = ["ring"] * len(dims)

@@ -10,7 +10,7 @@ from typing import Any
 from simpy_astra.config.cluster_presets import preset_path
 from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.engine.nccl_names import ALGORITHMS, FORCEABLE
-from simpy_astra.errors import InputError, integer_fix, non_ascii
+from simpy_astra.errors import InputError, digit_groups_fix, integer_fix, non_ascii
 
 #: keys written before units were spelled in names (simpy_astra/infra/units.py), read as their new names
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
@@ -98,7 +98,7 @@ def positive(where: str, key: str, value: Any, integer: bool = False,
     numeric = not isinstance(value, bool) and isinstance(value, int | float)
     number = numeric and math.isfinite(value)
     kind = "a positive integer" if integer else "a positive number"
-    fix = integer_fix(value, 1, int(bounds[1]) if bounds is not None else None) if integer else ""
+    fix = integer_fix(value, 1, int(bounds[1]) if bounds is not None else None) if integer else digit_groups_fix(value)
     # 0, 5 and 1e6 SMs alike: the range, no integer to write; YAML's .inf and .nan are numbers
     # outside it too (inf is positive: 'must be a positive number' named no fix)
     if numeric and bounds is not None and not fix:

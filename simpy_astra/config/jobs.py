@@ -102,6 +102,10 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         if not isinstance(job, dict):
             raise InputError(f"{where}: must be a mapping with name, workload and npus or placement")
         refuse_unknown_keys(f"{path}: jobs[{i}]", job, JOB_KEYS, "job")
+        empty = next((key for key in job if job[key] is None), None)
+        if empty is not None:  # else a null system or comm_groups ran as if left out, in silence
+            raise InputError(f"{where}.{empty}: is empty (YAML's null: its value left out); give one, or remove "
+                             f"{empty}")
         name = names[i] = _job_name(where, job.get("name", f"job{i}"), names)
         if "workload" not in job:
             raise InputError(f"{where}.workload: is missing (an ET prefix or a {{generate: ...}} mapping)")

@@ -18,7 +18,7 @@ from simpy_astra.config.file_text import PathLike
 from simpy_astra.config.unknown_keys import unknown_key_warnings
 from simpy_astra.config.yaml_reader import load_yaml_mapping
 from simpy_astra.engine.collective_timer import CollectiveTimer
-from simpy_astra.errors import InputError, integer_fix
+from simpy_astra.errors import InputError, digit_groups_fix, integer_fix
 from simpy_astra.infra import horizon
 from simpy_astra.infra.stopping import requested
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
@@ -189,7 +189,8 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
             ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
             if not ok or (v <= minimum if strict else v < minimum):
                 rule = f"> {minimum:g}" if strict else f">= {minimum:g}"
-                raise InputError.at(src, f"{key}[{i}]", f"must be a number {rule} ({unit}; got {show_value(v)})")
+                raise InputError.at(src, f"{key}[{i}]", f"must be a number {rule} ({unit}; got {show_value(v)})"
+                                                        f"{digit_groups_fix(v)}")
             out.append(float(v))
         return tuple(out)
 

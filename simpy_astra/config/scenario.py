@@ -113,8 +113,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
     if "jobs" in doc and "comm_groups" in doc:  # no job read it: each job's groups name its own ranks
-        raise InputError(f"{path}: field 'comm_groups': beside jobs:, each job gives its own (in its ranks, "
-                         f"jobs[i].comm_groups), so this one would change nothing; move it into the job it is for")
+        raise InputError(f"{path}: comm_groups: read by no job; put it in one (jobs[i].comm_groups)")
     search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     # first: a plug-in may register the backend, generator, algorithms or topologies named below
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
@@ -165,6 +164,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     if cluster is not None and user_network and net.total_npus != cluster.gpus:  # before the workload blames either
         raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {cluster.gpus}; make them "
                          f"one count (or leave out network: the cluster builds its own)")
+    if cluster is not None and user_network and not user_system:  # the preset's system on this network
+        doc = {**doc, "system": cluster.system_mapping(dims=list(net.npus_count))}
     if on_preset:  # every pair on its route through NVSwitch and rails
         net, said = on_preset_routes(path, doc, net, cluster, chosen)
         unknown += said
@@ -175,7 +176,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
         raise InputError(f"{path}: field 'remote_memory': generate {prepared.generator} writes no remote-memory "
                          f"load or store (its tensors live in the GPU's memory), so it would change nothing; "
                          f"remove remote_memory")
-    groups = comm_groups_field(path, doc.get("comm_groups"), net.total_npus)
+    groups = comm_groups_field(path, doc["comm_groups"], net.total_npus) if "comm_groups" in doc else None
 
     def read_system(value: Any, key: str) -> SystemConfig:
         return read_block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),

@@ -27,7 +27,7 @@ def refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_sc
     model's endpoint-delay scaling and dimension queues: the preset sets its system to run
     collectives as NCCL does (timed by NCCL's model; all-to-all and broadcast played as
     messages), and on a dense step x 1000 and 16 changed nothing to the ns."""
-    if doc.get("comm_groups") is not None:
+    if "comm_groups" in doc:
         raise InputError(f"{path}: field 'comm_groups': a cluster's job brings its own communicator groups "
                          f"(tp, dp, pp...), which these would replace; remove comm_groups")
     models = sorted({"link-model", "switch-model"} & set(doc["network"])) if isinstance(doc.get("network"), dict) else []

@@ -44,13 +44,20 @@ def read_block(scenario: str, key: str, value: Any, from_path: Callable[[str], T
     raise InputError.at(scenario, key, f"must be a file path or a mapping (got {value!r})")
 
 
-def comm_groups_field(path: str, value: Any, npus: int) -> str | dict[int, tuple[int, ...]] | None:
-    """``comm_groups``: a file (read with the workload's,
-    :func:`~simpy_astra.config.astra_inputs.run_inputs`) or a mapping."""
-    if value is None:
-        return None
+def comm_groups_field(path: str, value: Any, npus: int) -> str | dict[int, tuple[int, ...]]:
+    """``comm_groups`` as written (present: a scenario without it has no groups): a file (read
+    with the workload's, :func:`~simpy_astra.config.astra_inputs.run_inputs`) or a mapping."""
     if isinstance(value, dict):
-        return comm_groups_from_mapping(value, f"{path}: comm_groups", npus)
+        return inline_groups(value, f"{path}: comm_groups", npus)
     if isinstance(value, str) and value:
         return scenario_path(path, value, "comm_groups")
     raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
+
+
+def inline_groups(value: dict, where: str, npus: int, job: bool = False) -> dict[int, tuple[int, ...]]:
+    """Communicator groups written inline in a scenario (or a job, ``job``: in its ranks). An
+    empty mapping is refused, as an empty cost or remote_memory is: it ran in silence as if
+    the groups were left out, though a group was meant."""
+    if not value:
+        raise InputError(f"{where}: is empty; list a group, e.g. {{1: [0, 1]}}, or leave it out")
+    return comm_groups_from_mapping(value, where, npus, job)

@@ -12,13 +12,12 @@ from simpy_astra.config import (
     NetworkConfig,
     RemoteMemoryConfig,
     SystemConfig,
-    comm_groups_from_mapping,
     load_comm_groups_json,
     with_cost,
 )
 from simpy_astra.config.comm_groups import WrittenGroups
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.config.scenario_files import scenario_path
+from simpy_astra.config.scenario_files import inline_groups, scenario_path
 from simpy_astra.config.scenario_workload import check_generator_params, written_groups
 from simpy_astra.errors import InputError
 from simpy_astra.infra.npu_lists import npu_list
@@ -66,7 +65,7 @@ def jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
         if isinstance(value, WrittenGroups):
             return value.read(ranks, job=True)
         if isinstance(value, dict):
-            return comm_groups_from_mapping(value, where, ranks, job=True)
+            return inline_groups(value, where, ranks, job=True)
         if isinstance(value, str) and value:
             return load_comm_groups_json(scenario_path(path, value, where.removeprefix(f"{path}: ")), ranks, job=True)
         raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")

@@ -156,7 +156,7 @@ def _played(cluster: Cluster, written: Iterable[str], backend: str, plays_messag
     if pairs is None:
         return {}
     crossed = cluster.rails().links_crossed(pairs)
-    return {key: ("none of this job's crosses NVLink (each pipeline send leaves its node on its own rail)"
+    return {key: ("none of this job's crosses NVLink (each leaves its node on its own rail)"
                   if LATENCY_LINKS[key] == "nvlink" else "none of this job's leaves its node")
             for key in keys if LATENCY_LINKS[key] not in crossed}
 

@@ -19,8 +19,9 @@ own events (:mod:`simpy_astra.engine.phase_process`).
 event its outcome and run its callbacks in the instant, as ``Environment.step`` would, where
 ``Event.succeed`` would queue it behind the instant's other events (and so change the
 reference's order); :func:`wait_instead` moves a waiting process (its ``_target`` and
-``_resume``) to another event; :func:`rewrap_starting_processes` reads the processes queued
-to start and hands one a wrapped generator (``_generator``). :func:`call_after` and :func:`timeout` put entries on
+``_resume``) to another event; :func:`rewrap_starting_processes` and
+:func:`rewrap_processes_starting_now` read the processes queued to start and hand one a
+wrapped generator (``_generator``). :func:`call_after` and :func:`timeout` put entries on
 SimPy's queue (``_queue``, ``_eid``, ``_now``) as ``Environment.schedule`` does, in one
 Python call instead of three: a run schedules one per message and per NPU tick. Checked
 against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
@@ -93,13 +94,34 @@ def rewrap_starting_processes(env: simpy.Environment,
     of its own, unless that is None: a run holds a user's processes to letting time pass
     before it runs them. Only processes still to start: one that started runs on as it is."""
     for entry in env._queue:
-        start = entry[3]
-        if type(start) is Initialize and start.callbacks:
-            process = getattr(start.callbacks[0], "__self__", None)
-            if isinstance(process, simpy.Process):
-                wrapped = wrap(process, process._generator)
-                if wrapped is not None:
-                    process._generator = wrapped
+        _rewrap(entry[3], wrap)
+
+
+def rewrap_processes_starting_now(env: simpy.Environment,
+                                  wrap: Callable[[simpy.Process, Generator], Generator | None]) -> None:
+    """:func:`rewrap_starting_processes` for the processes started in this instant alone (a
+    user's code started them while the run runs): their start events are queued at ``now``
+    with ``URGENT`` priority, the least keys of the heap, so they and their ancestors are the
+    top of it and only that top is read (nothing when its first entry is not one)."""
+    queue, now = env._queue, env._now
+    if not queue or queue[0][0] != now or queue[0][1] != URGENT:
+        return  # (nearly always: checked once per step of a user's process, per on() callback)
+    below = [0]
+    while below:
+        i = below.pop()
+        if i < len(queue) and queue[i][0] == now and queue[i][1] == URGENT:
+            _rewrap(queue[i][3], wrap)
+            below += (2 * i + 1, 2 * i + 2)
+
+
+def _rewrap(start: Event, wrap: Callable[[simpy.Process, Generator], Generator | None]) -> None:
+    """Hand a process whose start event ``start`` is still queued the generator ``wrap`` gives."""
+    if type(start) is Initialize and start.callbacks:
+        process = getattr(start.callbacks[0], "__self__", None)
+        if isinstance(process, simpy.Process):
+            wrapped = wrap(process, process._generator)
+            if wrapped is not None:
+                process._generator = wrapped
 
 
 class Signal(Event):

@@ -34,7 +34,7 @@ from simpy.events import Event
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
 from simpy_astra.infra.zero_time import ZeroTimeGuard
-from simpy_astra.plugins import is_users_file
+from simpy_astra.plugins import is_users_file, shown
 
 __all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code"]
 
@@ -116,12 +116,12 @@ def not_an_event(gen: Any, yielded: Any) -> str:
     """The one line for an algorithm that yielded what it cannot wait on: not an event, or an
     event of another ``simpy.Environment`` (which nothing of this run fires: a silent stall)."""
     if isinstance(yielded, Event):
-        return (f"collective algorithm {describe(gen)} yielded {yielded!r} of another simpy.Environment, which "
+        return (f"collective algorithm {describe(gen)} yielded {shown(yielded)} of another simpy.Environment, which "
                 f"this run never processes; make events with ctx.env (ctx.env.timeout(...), ctx.env.event())")
     hint = ("; to wait for several, yield ctx.env.all_of([...])" if isinstance(yielded, (list, tuple, set)) else
             "; to run a sub-generator, yield ctx.spawn(...) (or yield from it)" if inspect.isgenerator(yielded)
             else "")
-    return (f"collective algorithm {describe(gen)} yielded {yielded!r}; a collective yields SimPy events "
+    return (f"collective algorithm {describe(gen)} yielded {shown(yielded)}; a collective yields SimPy events "
             f"(ctx.recv(...), ctx.endpoint(...), env.timeout(...), ...){hint}")
 
 
@@ -138,7 +138,7 @@ class PhaseProcess(Signal, simpy.Process):
 
     def __init__(self, env: simpy.Environment, generator: Generator, users: bool = False) -> None:
         if not hasattr(generator, "throw"):
-            raise TypeError(f"a collective algorithm must be a generator function (got {generator!r})")
+            raise TypeError(f"a collective algorithm must be a generator function (got {shown(generator)})")
         self.env = env
         self.callbacks = []
         self._generator = generator

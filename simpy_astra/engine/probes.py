@@ -37,7 +37,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from simpy_astra.plugins import is_ours, unfit_call
+from simpy_astra.plugins import is_ours, shown, unfit_call
 
 #: what each probe point passes its watchers (the list above)
 ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
@@ -55,7 +55,7 @@ def check_watcher(fn: Any, called: str, args: tuple[str, ...], where: str) -> No
     first milestone, inside the element's code) or is a generator function (called, it returns
     a generator and runs none of its lines: every milestone dropped in silence)."""
     if not callable(fn):
-        raise TypeError(f"{where}: {called} must be callable, taking ({', '.join(args)}) (got {fn!r})")
+        raise TypeError(f"{where}: {called} must be callable, taking ({', '.join(args)}) (got {shown(fn)})")
     if inspect.isgeneratorfunction(fn):
         raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is a generator function: called, it returns a "
                         f"generator and runs none of its lines; give a plain function, or read sim.stream(kind) "

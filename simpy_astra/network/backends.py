@@ -3,7 +3,8 @@
 Everything the rest of the simulator needs to know about a backend is declared here (its
 name, its help line, how it is built, how it folds and its folded network, whether the
 bound check applies), so no caller compares backend names. A new backend is one module plus
-one :class:`BackendSpec` line, or a plug-in's :func:`register` call (docs/backends.md);
+one :class:`BackendSpec` line, a plug-in's :func:`register` call, or an installed package's
+entry point in :data:`BACKENDS_GROUP` (docs/backends.md);
 :data:`DEFAULT_BACKEND` is the one runs use unless told.
 """
 
@@ -20,10 +21,12 @@ from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import (
     PluginError,
     a_kind,
+    from_entry_point,
     import_object,
     is_ours,
     origin,
     raised_in_users_code,
+    refuse_shadowed_entry_point,
     unfit_call,
     user_code_problem,
 )
@@ -34,6 +37,9 @@ if TYPE_CHECKING:
     from simpy_astra.folding.frames import Folding
     from simpy_astra.topologies.base import BasicTopology
 
+#: the entry-point group in which an installed package declares a backend (its name is the
+#: name configs use, as for algorithms, topologies and models)
+BACKENDS_GROUP = "simpy_astra.backends"
 #: a :class:`simpy_astra.network.Network` (not imported: that package imports this registry)
 Network = Any
 #: (env, dimensions, network YAML path, the parsed network config or None) -> backend
@@ -217,15 +223,18 @@ def register(spec: BackendSpec) -> BackendSpec:
 
 
 def lookup(name: str) -> BackendSpec | None:
-    """The backend a flag or scenario names: a registered name, or ``package.module:attribute``
-    naming a :class:`BackendSpec` (registered under its own name, which the run then uses), as
-    algorithms, topologies and models are named; None if nothing has that name. A module that
-    cannot be imported, or an attribute that is no BackendSpec, is a :class:`PluginError`."""
+    """The backend a flag or scenario names: a registered name, ``package.module:attribute``
+    naming a :class:`BackendSpec`, or an installed package's entry point in
+    :data:`BACKENDS_GROUP` (either registered under the spec's own name, which the run then
+    uses), as algorithms, topologies and models are named; None if nothing has that name. A
+    module that cannot be imported, an attribute that is no BackendSpec, or an entry point
+    named like a registered backend (which it could never be), is a :class:`PluginError`."""
     if name in BACKENDS:
+        refuse_shadowed_entry_point(BACKENDS_GROUP, name, BACKENDS[name].build)
         return BACKENDS[name]
-    if ":" not in name:
+    found = import_object(name) if ":" in name else from_entry_point(BACKENDS_GROUP, name)
+    if found is None:
         return None
-    found = import_object(name)
     if not isinstance(found, BackendSpec):
         what = f"the class {found.__qualname__}" if isinstance(found, type) else a_kind(found)
         raise PluginError(f"network backend '{name}' is {what}, not a BackendSpec(name, help, "

@@ -1,5 +1,6 @@
-"""A user's link or switch model held to the "once per item" rules of its contract
-(``simpy_astra/network/README.md``), which our own models keep by the project's tests.
+"""A user's link or switch model, or backend, held to the "once per item" rules of its
+contract (``simpy_astra/network/README.md``, docs/backends.md), which ours keep by the
+project's tests.
 
 The checks are chosen once per class, when a network is built: :func:`checked_link_model`
 and :func:`checked_switch_model` give the class itself when the user wrote none of the
@@ -9,6 +10,10 @@ rebinds its methods, and ours are built and run as they are (no work per message
 
 The subclass answers to the user's class's module and name, so every error still names the
 class the config named (``link model 'r12:Forgetful'``).
+
+A backend is built by the user's own builder, so its class cannot be chosen for it: the
+system layer is handed :func:`system_side`, the network itself unless its ``send`` is the
+user's, else a :class:`PostsOnce` view of it (``send`` and ``recv``, as a job's view is).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from simpy.events import Event
 
 from simpy_astra.network.link import LinkElement
 from simpy_astra.network.link_resource import Transmission
+from simpy_astra.network.messages import Handler
 from simpy_astra.network.switch import SwitchElement
 from simpy_astra.plugins import PluginError, bad_return, class_name, model_kind, users_method
 
@@ -114,3 +120,36 @@ def _in_front(checks: list[type], model: type) -> type:
         return model
     names = {"__module__": model.__module__, "__qualname__": model.__qualname__, "__doc__": model.__doc__}
     return type(model)(model.__name__, (*checks, model), names)
+
+
+class PostsOnce:
+    """The system layer's view of a backend whose ``send`` is the user's: each call posts the
+    one message it is given once (``board.post_send``). A second post left a copy that a later
+    receive of the same NPUs, tag and size took: a ring all-reduce ended at a fifth of its
+    time, with only a warning of unmatched messages naming no backend. (No post at all is
+    allowed: a backend may post a message later, when it leaves a queue of its own.)"""
+
+    __slots__ = ("network", "board")
+
+    def __init__(self, network: Any) -> None:
+        self.network = network
+        self.board = network.board
+
+    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        before = self.board.messages_sent()
+        self.network.send(src, dst, tag, size, fn, arg)
+        posted = self.board.messages_sent() - before
+        if posted > 1:
+            raise PluginError(f"network backend '{class_name(type(self.network))}', send(): posted the message of "
+                              f"{size} B from NPU {src} to NPU {dst} (tag {tag}) {posted} times, and a later "
+                              f"receive takes each copy: call self.board.post_send once per send and give that "
+                              f"entry its arrival")
+
+    def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        self.network.recv(dst, src, tag, size, fn, arg)
+
+
+def system_side(network: Any) -> Any:
+    """What the system layer sends through: ``network`` itself (ours: no work per message),
+    or a :class:`PostsOnce` view of it when its ``send`` is the user's."""
+    return PostsOnce(network) if users_method(type(network), "send") else network

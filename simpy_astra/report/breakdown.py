@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.report.kind_split import split_intervals, split_span
-from simpy_astra.report.node_parts import CLASSES, Classifier, node_part
+from simpy_astra.report.node_parts import CLASSES, Classifier, group_dimension, node_part
 
 IDLE = "idle"
 #: the order parts are listed in: compute kinds, memory, communication dimensions, bubble, idle
@@ -316,6 +316,7 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     out: dict[int, Breakdown] = {}
     classifier = Classifier(names, p2p_name)
     wanted = None if only is None else sim.npu_for(only)
+    moved: dict[int, list[tuple[int, int]]] | None = None  # a folded run's groups by shift, made once
     for rec in record.npus:
         if wanted is not None and sim.npu_for(rec.npu_id) is not wanted:
             continue
@@ -330,9 +331,57 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
         result = sweep_columns(rec.ids, rec.begins, rec.ends, part_of, finish, segments, through_last=True,
                                kinds_of=kinds_of, shares=shares)
-        for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
-            out[member] = result
+        if sim.folding is None:
+            out[rec.npu_id] = result
+            continue
+        if moved is None:
+            moved = _groups_by_shift(sim.folding)
+        renamed: dict[tuple, Breakdown] = {}  # members whose groups are renamed alike share one
+        for member in sim.orbit_of(rec.npu_id):
+            parts = _member_parts(moved.get(sim.folding.shift_of[member], ()), names)
+            key = tuple(sorted(parts.items()))
+            if key not in renamed:
+                renamed[key] = _renamed(result, parts)
+            out[member] = renamed[key]
     return out
+
+
+def _groups_by_shift(folding) -> dict[int, list[tuple[int, int]]]:
+    """Shift -> (the group an NPU moved by it uses, its representative's in that place), for
+    the groups that differ: one pass over the folding's group map."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for (group, shift), rep_group in folding.group_map.items():
+        if group != rep_group and rep_group > 0:
+            out.setdefault(shift, []).append((group, rep_group))
+    return out
+
+
+def _member_parts(groups: list[tuple[int, int]] | tuple, names: dict[int, str]) -> dict[str, str]:
+    """Part -> part for an orbit member whose ``groups`` (its own, its representative's) differ:
+    a collective of the representative's group is one of the member's own group, charged to
+    that group's part (``comm.group 1`` -> ``comm.group 2``) where the two parts differ
+    (unnamed groups; named ones are of one dimension)."""
+    out = {}
+    for group, rep_group in groups:
+        mine, theirs = group_dimension(group, names), group_dimension(rep_group, names)
+        if mine != theirs:
+            out[f"comm.{theirs}"] = f"comm.{mine}"
+    return out
+
+
+def _renamed(result: Breakdown, parts: dict[str, str]) -> Breakdown:
+    """``result`` with its parts renamed by ``parts`` (itself when there are none to rename);
+    its shares are per node, and shared."""
+    if not parts:
+        return result
+    arrays = result.arrays
+    if arrays is not None:
+        starts, ends, codes, labels = arrays
+        arrays = (starts, ends, codes, [parts.get(label, label) for label in labels])
+    stored = result._segments if arrays is None else None
+    segments = None if stored is None else [(s, e, parts.get(p, p)) for s, e, p in stored]
+    return Breakdown(result.finish_ns, {parts.get(k, k): v for k, v in result.parts.items()}, result.shares,
+                     segments, arrays)
 
 
 def critical(breakdowns: dict[int, Breakdown]) -> int:

@@ -47,9 +47,17 @@ def comm_dimension(node, group_names: dict[int, str] | None = None, p2p_name: st
     pg = _string_attr(node, "pg_name")
     if pg in ("", "0"):
         return "all"
-    if group_names and pg.isdigit() and int(pg) in group_names:
-        return group_names[int(pg)]
+    if pg.isdigit():
+        return group_dimension(int(pg), group_names)
     return f"group {pg}"
+
+
+def group_dimension(group: int, group_names: dict[int, str] | None = None) -> str:
+    """The dimension a collective of communicator group ``group`` (an id > 0) is charged to:
+    its name where the run knows it, else ``group <id>``."""
+    if group_names and group in group_names:
+        return group_names[group]
+    return f"group {group}"
 
 
 def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> tuple | None:

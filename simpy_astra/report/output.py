@@ -86,6 +86,16 @@ class Output:
         else:
             print(text, file=self.stream)
 
+    def prose(self, text: str, markup: str | None = None) -> None:
+        """A sentence of a summary: one line on a terminal (rich wraps it to the window), else
+        wrapped within :func:`plain_width` (later lines indented; a word, a path, never cut), so
+        a pipe or a file gets lines of 80 columns too. ``markup`` as :meth:`line`'s."""
+        if self.console is not None:
+            self.line(text, markup)
+            return
+        for line in wrapped(text, plain_width(), subsequent_indent="  ", break_long_words=False) or [""]:
+            print(line, file=self.stream)
+
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
               align: Sequence[str] | None = None, sections: Sequence[int] = (), key: int = 1) -> None:
         """A table: drawn to fit the terminal, or plain aligned text within :func:`plain_width`.

@@ -13,9 +13,13 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.engine.events import process_in_place, rewrap_starting_processes
+from simpy_astra.engine.events import (
+    process_in_place,
+    rewrap_processes_starting_now,
+    rewrap_starting_processes,
+)
 from simpy_astra.infra.horizon import api_number
-from simpy_astra.plugins import instants_pass, is_users_file
+from simpy_astra.plugins import instants_pass, is_users_file, shown
 from simpy_astra.running.observe import Observation, Observer
 
 if TYPE_CHECKING:
@@ -84,17 +88,17 @@ class CoSimulation:
         AttributeError inside the build, ``memory_traces="no"`` (truthy) wrote the traces it
         was to skip, and a non-callable ``on_report`` failed at the first NPU's end."""
         if not isinstance(inputs, SimulationInputs):
-            raise TypeError(f"Simulation(inputs): expected SimulationInputs (got {inputs!r}); for a scenario "
+            raise TypeError(f"Simulation(inputs): expected SimulationInputs (got {shown(inputs)}); for a scenario "
                             f"file use Simulation.from_scenario(path), for ASTRA-sim's files "
                             f"Simulation.from_astra_files(...)")
         if env is not None and not isinstance(env, simpy.Environment):
             raise TypeError(f"Simulation(env=...): expected a simpy.Environment to run on, or None "
-                            f"for a new one (got {env!r})")
+                            f"for a new one (got {shown(env)})")
         if on_report is not None and not callable(on_report):
             raise TypeError(f"Simulation(on_report=...): expected a function taking one NpuReport, "
-                            f"or None (got {on_report!r})")
+                            f"or None (got {shown(on_report)})")
         if not isinstance(memory_traces, bool):
-            raise TypeError(f"Simulation(memory_traces=...): expected True or False (got {memory_traces!r})")
+            raise TypeError(f"Simulation(memory_traces=...): expected True or False (got {shown(memory_traces)})")
         self.on_report = on_report
         self._env = simpy.Environment() if env is None else env
 
@@ -141,13 +145,19 @@ class CoSimulation:
     def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
         """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,
         message_delivered, link_start, link_end, collective_start, collective_end, node_end;
-        see :mod:`simpy_astra.running.observe`). Nothing is watched until someone subscribes."""
-        self.observer.on(kind, callback)
+        see :mod:`simpy_astra.running.observe`). Nothing is watched until someone subscribes.
+        A process the callback starts is held to letting time pass as the user's own are."""
+        self.observer.on(kind, callback, self.users_processes.calling)
 
     def stream(self, kind: str) -> simpy.Store:
         """A :class:`simpy.Store` of the :class:`~simpy_astra.running.observe.Observation` s of
         ``kind``, for a process to read with ``yield store.get()``."""
         return self.observer.stream(kind)
+
+    @cached_property
+    def users_processes(self) -> UsersProcesses:
+        """The user's processes on :attr:`env`, held to letting simulated time pass."""
+        return UsersProcesses(self._env)
 
     @cached_property
     def observer(self) -> Observer:
@@ -176,25 +186,47 @@ class CoSimulation:
         self.fail_device(device)
 
 
-def hold_users_processes_to_time(env: simpy.Environment) -> None:
-    """The user's own processes added to the run's environment (docs/cosimulation.md), each
-    held to letting simulated time pass: one that loops within an instant (``yield
-    env.timeout(0)`` in a ``while`` without an exit) held the clock there, and ``sim.run()``
-    never returned, since the stall watchdog wakes at later instants only. It is stopped in
-    one line naming its function and the line it loops at. Checked for processes that have not started
-    when ``run()`` is called, whose generator is the user's code (ours run as they are); a
-    process one of them starts later is its own."""
-    users: dict[Any, bool] = {}  # by code object: a run starts thousands of processes of a few functions
+class UsersProcesses:
+    """The user's own processes on a run's environment (docs/cosimulation.md), each held to
+    letting simulated time pass: one that loops within an instant (``yield env.timeout(0)`` in
+    a ``while`` without an exit) held the clock there, and ``sim.run()`` never returned, since
+    the stall watchdog wakes at later instants only. It is stopped in one line naming its
+    function and the line it loops at. Held: the processes that have not started when
+    ``run()`` is called (:meth:`hold_queued`), and those a held process or an ``on()``
+    callback starts while the run runs (:meth:`hold_started_now`, after each step of one,
+    after each call of the other). Only those whose generator is the user's code; ours run as
+    they are, and a run with neither pays nothing per event."""
 
-    def guarded(process: simpy.Process, generator: Any) -> Any:
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self._users: dict[Any, bool] = {}  # by code object: a run starts thousands of processes of a few functions
+
+    def hold_queued(self) -> None:
+        """Hold every process queued to start."""
+        rewrap_starting_processes(self.env, self._held)
+
+    def hold_started_now(self) -> None:
+        """Hold the processes started in this instant (read from the top of SimPy's queue)."""
+        rewrap_processes_starting_now(self.env, self._held)
+
+    def calling(self, callback: Callable[[Observation], None]) -> Callable[[Observation], None]:
+        """``callback``, an ``on()`` callback, followed by :meth:`hold_started_now`."""
+        env, held = self.env, self._held
+
+        def called(observation: Observation) -> None:
+            callback(observation)
+            rewrap_processes_starting_now(env, held)
+
+        return called
+
+    def _held(self, _process: simpy.Process, generator: Any) -> Any:
         code = getattr(generator, "gi_code", None)
         if code is None:
             return None
-        if code not in users:
-            users[code] = is_users_file(code.co_filename)
-        if not users[code]:
-            return None
-        return instants_pass(env, generator, f"process '{code.co_name}'", "wait for what it polls (yield env.timeout(t) with t > 0, or an "
-                                                   "event)")
-
-    rewrap_starting_processes(env, guarded)
+        users = self._users.get(code)
+        if users is None:
+            users = self._users[code] = is_users_file(code.co_filename)
+        if not users:
+            return None  # ours, and a generator already held (its code is ours)
+        return instants_pass(self.env, generator, f"process '{code.co_name}'", "wait for what it polls (yield "
+                             "env.timeout(t) with t > 0, or an event)", after_step=self.hold_started_now)

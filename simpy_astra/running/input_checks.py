@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from simpy_astra.config.inputs import SimulationInputs
@@ -129,7 +129,8 @@ def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: Simul
     (``topologies``: the network's dimensions as topology objects)."""
     return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
                               replayed_broadcasts(npus, cfg), unused_comm_groups(npus, inputs),
-                              *short_implementation_lists(npus, cfg, dims), switchless_switch_model(inputs, topologies))
+                              *short_implementation_lists(npus, cfg, dims, inputs.comm_groups),
+                              switchless_switch_model(inputs, topologies))
             if line]
 
 
@@ -208,15 +209,18 @@ def replay_without_durations(npus: list, cfg: SystemConfig) -> str | None:
             f"they take no time and the network is left out; set replay-only: 0 to simulate them")
 
 
-def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
+def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int],
+                               groups: Mapping[int, Sequence[int]] | None = None) -> list[str]:
     """A warning per collective kind the workload runs over every NPU whose system list names
     fewer algorithms than the network has dimensions: ASTRA-sim runs it on the first dimensions
     only (one logical dimension per entry), so a 4 x 2 network's all-reduce under ``[ring]``
     reduces over 4 NPUs, its figures those of a smaller collective. Kept, as the reference's
     figures are; checked on one simulated NPU's nodes (cheap), those without a named group
-    (a subset's group runs on a ring of its own) or a custom algorithm."""
+    or whose group (of ``groups``) holds every NPU, which runs as they do (a subset's group
+    runs on a ring of its own), and without a custom algorithm."""
     if len(dims) < 2 or not npus:
         return []
+    whole = {str(gid) for gid, members in (groups or {}).items() if len(members) == math.prod(dims)}
     # deferred: the engine's tables and the registry are needed only past the checks above
     from simpy_astra.collectives import resolve
     from simpy_astra.engine.npu_communication import COLLECTIVE_KINDS
@@ -226,7 +230,7 @@ def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -
         kind = COLLECTIVE_KINDS.get(node.attrs.get("comm_type", (None, None))[1])
         names = cfg.implementations.get(kind) or () if node.type == COMM_COLL_NODE else ()
         if kind in seen or not 0 < len(names) < len(dims) or kind in cfg.custom_implementations \
-                or cfg.per_node_custom or node.attrs.get("pg_name", (None, ""))[1] not in ("", "0"):
+                or cfg.per_node_custom or node.attrs.get("pg_name", (None, ""))[1] not in ("", "0", *whole):
             continue
         involved = node.attrs.get("involved_dim", (None, [True] * len(dims)))[1]
         if not any(list(involved)[len(names):len(dims)]):

@@ -21,6 +21,7 @@ from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.errors import InputError
 from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
+from simpy_astra.network.checked_models import system_side
 from simpy_astra.network.messages import Handler
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
         cfg = job.system
         job_dims = sim.network_dims if n == sim.total_npus else [n]
         identity = job.npus == tuple(range(sim.total_npus))
-        network = sim.network if identity else JobNetwork(sim.network, job.npus)
+        network = system_side(sim.network) if identity else JobNetwork(system_side(sim.network), job.npus)
         planner = CollectivePlanner(cfg, n)
         planner.add_file_groups(job.comm_groups, f"jobs[{index}].comm_groups")
         if job is inputs.jobs[0]:

@@ -67,13 +67,16 @@ class Observer:
         self.subscribers: dict[str, list[Callable[[Observation], None]]] = {}
         self._installed: set[str] = set()  # kinds of milestone whose probe points are watched
 
-    def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
+    def on(self, kind: str, callback: Callable[[Observation], None],
+           held: Callable[[Callable], Callable] | None = None) -> None:
+        """Subscribe ``callback`` to ``kind``; ``held(callback)``, if given, is what is called
+        instead (the callback followed by the run's hold on processes it started)."""
         if kind not in KINDS:
             raise ValueError(f"no milestone '{kind}'; choose one of: {', '.join(KINDS)}")
         check_watcher(callback, "callback", ("observation",), f"on({kind!r}, callback)")  # not deep in run()
         self.subscribers.setdefault(kind, [])
         self._install(kind)
-        self.subscribers[kind].append(callback)
+        self.subscribers[kind].append(callback if held is None else held(callback))
 
     def stream(self, kind: str) -> simpy.Store:
         store = simpy.Store(self.env)

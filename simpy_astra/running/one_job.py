@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.folding import fold_run, trusted_claims
+from simpy_astra.network.checked_models import system_side
 from simpy_astra.running.input_checks import check_et_count
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def build_one_job(sim: Any, inputs: SimulationInputs, dims: list, backend: Any,
     sim.network = build_network() if sim.folding is None else backend.folded(build_network, sim.folding)
     # the simulated NPUs (every NPU unless folded), with their clocks and system layers
     nccl = inputs.network.nccl
-    services = NpuServices(cfg, sim.total_npus, sim.network, sim.remote_memory, sim.planner,
+    services = NpuServices(cfg, sim.total_npus, system_side(sim.network), sim.remote_memory, sim.planner,
                            sim.local_mem_bytes_per_s, sim.peak_flops, npu_done, sim.failed,
                            None if nccl is None else nccl.rendezvous(simulated))
     for i in simulated:  # an orbit's members have the representative's graph

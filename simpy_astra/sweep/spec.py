@@ -103,6 +103,16 @@ def _written(value: Any) -> str:
     return str(value)
 
 
+def _names_a_file(dotted: str) -> bool:
+    """Whether an axis on ``dotted`` sets a whole file: the scenario's workload, system,
+    network, remote memory or communicator groups, or a job's workload, system or groups
+    (``jobs.1.system``), whose relative paths resolve from the sweep's folder as ``run``'s
+    from the scenario's."""
+    parts = dotted.split(".")
+    return dotted in ("workload", *FILE_KEYS) or (
+        len(parts) == 3 and parts[0] == "jobs" and parts[2] in ("workload", "system", "comm_groups"))
+
+
 @dataclass
 class SweepSpec:
     path: str
@@ -315,8 +325,8 @@ class SweepSpec:
                 where = f"{self.path}: axes: {axis.column}"
                 if dotted in ("workload", "workload.generate", "workload.args"):
                     setter = axis.column
-                if dotted in ("workload", *FILE_KEYS) and isinstance(value, str) and not os.path.isabs(value):
-                    value = os.path.join(sweep_dir, value)  # a whole file
+                if _names_a_file(dotted) and isinstance(value, str) and value and not os.path.isabs(value):
+                    value = os.path.join(sweep_dir, value)  # a whole file (a point runs from a temporary folder)
                 elif dotted == "cluster.preset":
                     value = absolute_preset(value, sweep_dir)
                 elif dotted == "cluster" and isinstance(value, dict) and "preset" in value:

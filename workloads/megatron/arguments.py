@@ -40,6 +40,11 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
     :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
     tokens = command_line.words(args, where)
+    launched = command_line.launcher_gpus(args, where)
+    if launched is not None and launched[0] != gpus:
+        raise InputError(f"{where}: the pasted launcher starts {launched[0]:,} GPUs ({launched[1]}), but the job "
+                         f"runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop the "
+                         f"launcher's words")
     command_line.one_name_each(tokens, where)
     p = reading_parser()
     reading = command_line.read(tokens, p.options, lambda f: ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,

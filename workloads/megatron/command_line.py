@@ -92,10 +92,15 @@ MAX_CHARACTERS = 1 << 20
 
 def words(args: object, where: str) -> list[str]:
     """``args`` (one string as in a launch script, or a list of words) as words, at most
-    :data:`MAX_WORDS` of them."""
+    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped."""
+    return _launcher_dropped(_split(args, where))
+
+
+def _split(args: object, where: str) -> list[str]:
+    """``args`` as words, a launcher's too."""
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
-        return _launcher_dropped([w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w])
+        return [w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w]
     if isinstance(args, list) and args:  # named by its item: the whole list, pasted, ran to hundreds of words
         i, bad = next((i, a) for i, a in enumerate(args) if isinstance(a, bool) or not isinstance(a, str | int | float))
         raise InputError(f"{where}: [{i}] is {show_value(bad)}: a list of arguments holds words (text or numbers), one per "
@@ -107,9 +112,34 @@ def words(args: object, where: str) -> list[str]:
                          f"(at most {MAX_CHARACTERS:,} are read); give pretrain_gpt.py's arguments only")
     text = _CONTINUATION.sub(" ", _plain(args))
     try:
-        return _bounded(_launcher_dropped(shell_words.split(text)), where)
+        return _bounded(shell_words.split(text), where)
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
+
+
+#: a pasted launcher's flags that give the job's GPUs (torchrun's, torch.distributed.launch's)
+_PER_NODE = ("--nproc_per_node", "--nproc-per-node")
+_NODES = ("--nnodes",)
+
+
+def launcher_gpus(args: object, where: str) -> tuple[int, str, int] | None:
+    """The GPUs a pasted launcher (``torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py``)
+    starts, with how it says so and how many a node, or None where it names no count (or no
+    launcher is pasted): its words are dropped before Megatron's are read, so a count it gives
+    unlike the job's ran on the job's in silence."""
+    tokens = _split(args, where)
+    launcher = tokens[:len(tokens) - len(_launcher_dropped(tokens))]
+    found: dict[str, str] = {}
+    for i, word in enumerate(launcher):
+        flag, eq, value = word.partition("=")
+        if flag in (*_PER_NODE, *_NODES):
+            found[flag] = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
+    per_node = next((found[f] for f in _PER_NODE if f in found), "1")
+    nodes = found.get("--nnodes", "1")
+    if not found or not per_node.isdigit() or not nodes.isdigit():  # 'gpu', an elastic '1:4': no one count
+        return None
+    shown = " x ".join(f"{flag} {found[flag]}" for flag in found)
+    return int(per_node) * int(nodes), shown, int(per_node)
 
 
 def _plain(text: str) -> str:

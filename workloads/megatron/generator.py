@@ -29,7 +29,7 @@ from simpy_astra.config.cluster_presets import presets
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
-from simpy_astra.workloads.megatron import attention_backend
+from simpy_astra.workloads.megatron import attention_backend, command_line
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
@@ -173,6 +173,18 @@ def _given_rate(value: Any, where: str) -> None:
                          f"(0: unknown), or a cluster: that gives it")
 
 
+def _launched_per_node(args: Any, cluster: Cluster, where: str) -> None:
+    """A pasted launcher that starts another count of GPUs a node than the cluster's nodes hold
+    (``--nproc_per_node 4`` on nodes of 8), refused: the step would be timed on nodes of the
+    preset's size, its NVLink groups and rails not the job's."""
+    launched = command_line.launcher_gpus(args, f"{where}.args")
+    per_node = int(cluster.node["gpus"])
+    if launched is not None and launched[0] == cluster.gpus and launched[2] != per_node:
+        raise InputError(f"{where}.args: the pasted launcher starts {launched[2]} GPUs a node ({launched[1]}), but "
+                         f"the cluster's nodes hold {per_node}; give cluster.gpus_per_node: {launched[2]}, or drop "
+                         f"the launcher's words")
+
+
 def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[dict[str, Any], MegatronRun]:
     """Registry entry: the arguments parsed once; a scenario's ``cluster`` gives the GPU count
     and the GPU (they join the parameters, so they key the cache)."""
@@ -189,6 +201,7 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
                              f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
+        _launched_per_node(params.get("args"), cluster, where)
     job, gpu = job_and_gpu(params, where, gpus_where)
     if cluster is None:
         _given_rate(params.get("tp_link_gb_s", 0.0), where)

@@ -84,22 +84,31 @@ class Layout:
         return [job.tp, job.cp, job.ep, job.dp // job.ep, job.pp]
 
     @staticmethod
-    def played_pairs(job: MegatronJob) -> tuple[tuple[int, int], ...] | None:
-        """The (sender, receiver) ranks of every message the network plays one by one: the
-        pipeline's sends to the next stage (the last stage's to the first too, for a model chunk's
-        next), one pair per rank: no per-message cost (a send back crosses the same links, so it
-        is not listed). None where the job also plays an all-to-all (its pairs are not listed
-        here: every route is taken as read)."""
-        if job.plays_all_to_all:
-            return None
-        stride = job.tp * job.cp * (1 if job.pp_before_dp else job.dp)
-        period = stride * job.pp  # (tp-cp-pp-dp: a replica's ranks; else every rank)
+    def played_pairs(job: MegatronJob) -> tuple[tuple[int, int], ...]:
+        """The (sender, receiver) ranks of the messages the network plays one by one, enough to
+        tell which links they cross: the pipeline's sends to the next stage (the last stage's to
+        the first too, for a model chunk's next), one pair per rank (a send back crosses the same
+        links, so it is not listed), and for each all-to-all group its first rank's pair with each
+        other member: two members share a node, or sit on two at different local GPUs, exactly
+        where one of them does so with the first, so these cross the kinds of link every pair
+        of the group crosses."""
         pairs = []
-        for rank in range(job.gpus):
-            stage = rank % period // stride
-            after = rank + stride if stage < job.pp - 1 else rank - stride * (job.pp - 1)
-            if after != rank:
-                pairs.append((rank, after))
+        if job.pp > 1:
+            stride = job.tp * job.cp * (1 if job.pp_before_dp else job.dp)
+            period = stride * job.pp  # (tp-cp-pp-dp: a replica's ranks; else every rank)
+            for rank in range(job.gpus):
+                stage = rank % period // stride
+                after = rank + stride if stage < job.pp - 1 else rank - stride * (job.pp - 1)
+                if after != rank:
+                    pairs.append((rank, after))
+        if job.plays_all_to_all:
+            layout = Layout.build(job)
+            dims = {"ep"} if job.ep > 1 and job.moe_alltoall else set()
+            dims.update({"a2a": "cp", "a2a+p2p": "cp_a2a"}.get(kind, "") for kind in job.cp_comm_types)
+            firsts = {gid for (dim, _), gid in layout.group_of.items() if dim in dims}
+            for gid in sorted(firsts):
+                first, *rest = layout.groups[gid]
+                pairs.extend((first, other) for other in rest)
         return tuple(pairs)
 
     def stage_stride(self) -> int:

@@ -12,7 +12,15 @@ from collections import Counter
 from pathlib import Path
 
 from simpy_astra.config.unknown_keys import nearest_key
-from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem, users_int
+from simpy_astra.plugins import (
+    PluginError,
+    import_object,
+    origin,
+    spellable,
+    unfit_call,
+    user_code_problem,
+    users_int,
+)
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 from simpy_astra.workloads.schedules.task import PLACEMENTS, Kind, Schedule, Task, placement, takes_costs
@@ -32,6 +40,7 @@ def register(name: str, schedule: Schedule) -> Schedule:
     """Add a schedule under ``name`` (a plug-in's or a test's); names are unique. A plug-in's
     schedule is checked on every call: what it raises or returns out of contract is one line
     naming it (:func:`_checked`)."""
+    spellable(name, "pipeline schedule")
     if not callable(schedule):
         raise TypeError(f"pipeline schedule {name!r}: {schedule!r} is not a function "
                         f"fn(stage, pp, micro_batches, chunks) returning Task lists")

@@ -262,9 +262,11 @@ def check_config(cfg: TransformerConfig, where: str, given: set[str] | None = No
         raise bad("phase", f"must be one of {', '.join(PHASES)} (got {cfg.phase!r})")
     if cfg.batch % cfg.micro_batch:
         raise bad("micro_batch", f"({cfg.micro_batch}) must divide batch ({cfg.batch})")
-    if cfg.micro_batch % cfg.dp:
-        raise layout("dp", f"({cfg.dp}) must divide micro_batch ({cfg.micro_batch}); each replica "
-                           "needs whole samples", "micro-batch divisible by dp")
+    if cfg.micro_batch % cfg.dp:  # micro_batch left out is the batch: named as the user wrote it
+        micro = f"micro_batch ({cfg.micro_batch})" if given is None or "micro_batch" in given else \
+            f"batch ({cfg.micro_batch}: micro_batch, not given, is the whole batch)"
+        raise layout("dp", f"({cfg.dp}) must divide {micro}; each replica needs whole samples",
+                     "micro-batch divisible by dp")
     if cfg.num_stacks % cfg.pp:
         raise layout("pp", f"({cfg.pp}) must divide num_stacks ({cfg.num_stacks})", "stacks divisible by pp")
     seq_tokens = 1 if cfg.phase == "decode" else cfg.seq
