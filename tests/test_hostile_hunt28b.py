@@ -54,3 +54,54 @@ def test_a_quoted_number_is_told_to_lose_its_quotes(tmp_path, capsys, field, val
     number = value.strip("'\"")
     assert error_lines(capsys, ["run", str(path), "--quiet"])[-1].endswith(
         f"(got '{number}'); write {number} without quotes (in quotes, YAML reads it as text)")
+
+
+# -- a backend from an installed package's entry point ------------------------------------------------
+
+def _site(folder, packages: dict[str, str]):
+    """A folder for PYTHONPATH holding installed packages (name -> their entry_points.txt)."""
+    for name, declared in packages.items():
+        info = folder / "site" / f"{name}-0.1.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(declared)
+    return folder / "site"
+
+
+def _loggp_ring(folder):
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    (folder / "loggp.py").write_text((examples / "loggp.py").read_text())
+    (folder / "other.py").write_text("import loggp\nfrom simpy_astra.network.backends import BackendSpec\n"
+                                     "SLOW = BackendSpec('slow', 'x', loggp.LOGGP.build, folds=None, folded=None)\n"
+                                     "WRONG = BackendSpec('wrong', 'x', lambda env: None, folds=None, folded=None)\n")
+    (folder / "ring8.yaml").write_text((examples / "loggp_ring.yaml").read_text().replace("plugins: [loggp]\n", ""))
+
+
+def test_a_backend_name_two_packages_declare_is_refused_naming_both(tmp_path):
+    # before: the package read last on sys.path ran, in silence (for every entry-point group)
+    from tests.test_extensions_round6 import _cli
+    from tests.test_extensions_round9 import _one_line
+
+    _loggp_ring(tmp_path)
+    site = _site(tmp_path, {"pkga": "[simpy_astra.backends]\nloggp = loggp:LOGGP\n",
+                            "pkgb": "[simpy_astra.backends]\nloggp = other:SLOW\n"})
+    assert _one_line(_cli(tmp_path, "run", "ring8.yaml", "--quiet", status=2, path=site)) == (
+        "error: ring8.yaml: field 'backend': entry point 'loggp' of simpy_astra.backends is declared by pkga "
+        "(loggp:LOGGP) and pkgb (other:SLOW): which runs would depend on the order of sys.path; uninstall one, or "
+        "name it as module:attribute in the config")
+    (site / "pkgb-0.1.dist-info" / "entry_points.txt").write_text("[simpy_astra.backends]\nloggp = loggp:LOGGP\n")
+    assert "iteration time 49,724 ns" in _cli(tmp_path, "run", "ring8.yaml", "--quiet", path=site).stdout
+
+
+def test_an_entry_points_backend_of_the_wrong_shape_is_named_once(tmp_path):
+    # before: "network backend 'loggp': network backend 'wrong': build(env) cannot be called ..."
+    from tests.test_extensions_round6 import _cli
+    from tests.test_extensions_round9 import _one_line
+
+    _loggp_ring(tmp_path)
+    site = _site(tmp_path, {"pkga": "[simpy_astra.backends]\nloggp = other:WRONG\n"})
+    assert _one_line(_cli(tmp_path, "run", "ring8.yaml", "--quiet", status=2, path=site)) == (
+        "error: ring8.yaml: field 'backend': network backend 'loggp' (BackendSpec 'wrong'): build(env) cannot be "
+        "called as build(env, dims, source, config=None) (docs/backends.md)")
