@@ -105,3 +105,39 @@ def test_an_entry_points_backend_of_the_wrong_shape_is_named_once(tmp_path):
     assert _one_line(_cli(tmp_path, "run", "ring8.yaml", "--quiet", status=2, path=site)) == (
         "error: ring8.yaml: field 'backend': network backend 'loggp' (BackendSpec 'wrong'): build(env) cannot be "
         "called as build(env, dims, source, config=None) (docs/backends.md)")
+
+
+# -- a stall under jobs: every NPU named by its physical id ------------------------------------------
+
+DROPS = """from simpy_astra.network.backends import BackendSpec
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+
+class Drops(CongestionUnawareNetwork):
+    pair_delays_only = False
+
+    def send(self, src, dst, tag, size, fn, arg):
+        pass
+
+
+DROPS = BackendSpec("drops", "x", lambda env, dims, source, config=None: Drops(env, dims), folds=None, folded=None)
+"""
+
+
+def test_a_stall_under_jobs_names_each_waiting_phase_by_its_physical_npu(tmp_path):
+    # before: job a on NPUs [1, 3] said "NPU 0 all_reduce phase ... waits for 2048 B from NPU 3"
+    # and "NPU 1 ... from NPU 1": the receiving phase by its rank in the job, its sender by its
+    # physical NPU, so NPU 0 (job b's) seemed to wait on job a's NPU 3
+    from tests.test_extensions_round6 import _cli, _system
+    from tests.test_extensions_round7 import _net
+    from tests.test_extensions_round9 import _one_line
+    from tests.test_extensions_round14 import TWO_JOBS
+
+    (tmp_path / "drops.py").write_text(DROPS)
+    (tmp_path / "s.yaml").write_text(f"{TWO_JOBS}system: {_system()}\nnetwork: {_net('Ring', 4)}\n"
+                                     f"backend: 'drops:DROPS'\n")
+    line = _one_line(_cli(tmp_path, "run", "s.yaml", "--quiet", status=3, path=tmp_path))
+    waits = [part.split(" all_reduce phase")[0] + " <- " + part.split(" B from ")[1].split(" with")[0]
+             for part in line.split("Unmatched messages: ")[1].split("; ")]
+    # job a on NPUs 1 and 3, job b on 0 and 2: each waits on the other NPU of its own job
+    assert waits == ["NPU 0 <- NPU 2", "NPU 1 <- NPU 3", "NPU 2 <- NPU 0", "NPU 3 <- NPU 1"], line
