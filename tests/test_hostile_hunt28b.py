@@ -141,3 +141,21 @@ def test_a_stall_under_jobs_names_each_waiting_phase_by_its_physical_npu(tmp_pat
              for part in line.split("Unmatched messages: ")[1].split("; ")]
     # job a on NPUs 1 and 3, job b on 0 and 2: each waits on the other NPU of its own job
     assert waits == ["NPU 0 <- NPU 2", "NPU 1 <- NPU 3", "NPU 2 <- NPU 0", "NPU 3 <- NPU 1"], line
+
+
+@pytest.mark.parametrize("jobs", [False, True], ids=["one job", "two jobs"])
+def test_a_backend_whose_send_posts_nothing_is_named_at_the_stall(tmp_path, jobs):
+    # before: the stall said each receive waits on a message "which NPU 2 never sent", and named
+    # no backend: NPU 2 had sent it, and the backend's send() dropped it
+    from tests.test_extensions_round6 import _cli, _system
+    from tests.test_extensions_round7 import _bench, _net
+    from tests.test_extensions_round9 import _one_line
+    from tests.test_extensions_round14 import TWO_JOBS
+
+    (tmp_path / "drops.py").write_text(DROPS)
+    work = TWO_JOBS if jobs else f"workload: {_bench('all_reduce', 4096, 4)}\n"
+    (tmp_path / "s.yaml").write_text(f"{work}system: {_system()}\nnetwork: {_net('Ring', 4)}\nbackend: 'drops:DROPS'\n")
+    line = _one_line(_cli(tmp_path, "run", "s.yaml", "--quiet", status=3, path=tmp_path))
+    assert line.endswith(". The sends were given to the network, but network backend 'drops:Drops' was handed 4 "
+                         "sends and posted 0 of them: its send() must post each message with self.board.post_send "
+                         "(now, or later from a queue of its own), or its receive waits for ever"), line
