@@ -159,3 +159,27 @@ def test_a_backend_whose_send_posts_nothing_is_named_at_the_stall(tmp_path, jobs
     assert line.endswith(". The sends were given to the network, but network backend 'drops:Drops' was handed 4 "
                          "sends and posted 0 of them: its send() must post each message with self.board.post_send "
                          "(now, or later from a queue of its own), or its receive waits for ever"), line
+
+
+# -- a sweep's null on a job's key ----------------------------------------------------------------------
+
+def test_null_on_a_jobs_key_in_a_sweep_leaves_the_key_out(tmp_path, capsys):
+    # before: every null point failed, "jobs[1].start_ns: is empty ...; give one, or remove
+    # start_ns", though the sweep's own words promise "[null] for one point that leaves the field
+    # out", as a cluster axis's null and a generator parameter's do
+    import csv
+
+    from tests.test_extensions_round6 import _system
+    from tests.test_extensions_round7 import _net
+    from tests.test_extensions_round14 import TWO_JOBS
+
+    (tmp_path / "base.yaml").write_text(f"{TWO_JOBS}system: {_system()}\nnetwork: {_net('Ring', 4)}\n")
+    (tmp_path / "sweep.yaml").write_text("base: base.yaml\naxes:\n  jobs.1.start_ns: [null, 1000]\n")
+    assert main(["run", str(tmp_path / "base.yaml"), "--quiet"]) == 0
+    alone_ns = int(capsys.readouterr().out.split()[2].replace(",", ""))
+    assert main(["sweep", str(tmp_path / "sweep.yaml"), "--out", str(tmp_path / "out")]) == 0
+    with open(tmp_path / "out" / "results.csv", newline="") as f:
+        rows = {row["jobs.1.start_ns"]: row for row in csv.DictReader(f)}
+    # no shared links (congestion_unaware): job b started 1,000 ns later ends 1,000 ns later
+    assert {start: (row["status"], int(row["finish_ns"])) for start, row in rows.items()} == {
+        "": ("ok", alone_ns), "1000": ("ok", alone_ns + 1000)}
