@@ -524,6 +524,11 @@ def from_entry_point(group: str, name: str) -> Any | None:
     ep = _entry_points(group).get(name)
     if ep is None:
         return None
+    declared = sorted({(_dist_name(e), e.value) for e in _installed_entry_points().select(group=group, name=name)})
+    if len({value for _, value in declared}) > 1:  # the one read last on sys.path ran, in silence
+        both = " and ".join(f"{dist} ({value})" for dist, value in declared)
+        raise PluginError(f"entry point '{name}' of {group} is declared by {both}: which runs would depend on the "
+                          f"order of sys.path; uninstall one, or name it as module:attribute in the config")
     _LOADED.add((group, name))
     try:
         return ep.load()
@@ -538,6 +543,10 @@ def from_entry_point(group: str, name: str) -> Any | None:
         raise PluginError(user_code_problem(what, exc), exc) from None
 
 
+def _dist_name(ep: Any) -> str:
+    return getattr(getattr(ep, "dist", None), "name", None) or "an installed package"
+
+
 def refuse_shadowed_entry_point(group: str, name: str, taken: Any) -> None:
     """Refuse ``name``, which a registry gives to ``taken`` (ours, or a plug-in module's), when
     an installed package also declares an entry point of that name in ``group``: the registry
@@ -547,7 +556,7 @@ def refuse_shadowed_entry_point(group: str, name: str, taken: Any) -> None:
     ep = _entry_points(group).get(name)
     if ep is None or (group, name) in _LOADED:
         return
-    dist = getattr(getattr(ep, "dist", None), "name", None) or "an installed package"
+    dist = _dist_name(ep)
     whose = "simpy-astra's own" if origin(taken).startswith("simpy_astra.") else "the registered"
     raise PluginError(f"entry point '{name}' of {group} ({ep.value}), declared by {dist}, has the name of "
                       f"{whose} {origin(taken)}, which '{name}' runs: the entry point would never run; rename it "

@@ -276,7 +276,8 @@ class Simulation(CoSimulation):
             unheld = self.network.board.in_flight() - sum(1 for key, _link in held_keys if key is not None)
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
                                                   last_ns=stall.last_progress_ns(self.npus), spinning=spinning,
-                                                  unheld=unheld, waiting=stall.waiting_phases(stuck)))
+                                                  unheld=unheld, waiting=stall.waiting_phases(stuck),
+                                                  unposted=self.network.board.unposted()))
         if self.floor_check is not None:
             self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:

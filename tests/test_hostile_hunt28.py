@@ -168,7 +168,16 @@ def test_a_short_algorithm_list_is_warned_of_for_a_group_of_every_npu(tmp_path, 
 
 @pytest.mark.parametrize(("launcher", "started"), [
     ("torchrun --nproc_per_node=8 --nnodes=4 pretrain_gpt.py", "32 GPUs (--nproc_per_node 8 x --nnodes 4)"),
-    ("python -m torch.distributed.launch --nproc-per-node 8 pretrain_gpt.py", "8 GPUs (--nproc-per-node 8)")])
+    ("python -m torch.distributed.launch --nproc-per-node 8 pretrain_gpt.py", "8 GPUs (--nproc-per-node 8)"),
+    # (hunt 28b) mpirun's, srun's and deepspeed's counts were dropped unread, and only torchrun's read
+    ("mpirun -np 8 -x NCCL_DEBUG=INFO python pretrain_gpt.py", "8 GPUs (-np 8)"),
+    ("/usr/bin/mpiexec -n 32 python pretrain_gpt.py", "32 GPUs (-n 32)"),
+    ("srun -N 2 --ntasks-per-node=4 python pretrain_gpt.py", "8 GPUs (-N 2 x --ntasks-per-node 4)"),
+    ("srun --ntasks 32 python pretrain_gpt.py", "32 GPUs (--ntasks 32)"),
+    ("deepspeed --num_nodes 4 --num_gpus 8 pretrain_gpt.py", "32 GPUs (--num_nodes 4 x --num_gpus 8)"),
+    # of launchers nested, the last starts the workers
+    ("srun -N 2 --ntasks-per-node 1 torchrun --nnodes 2 --nproc_per_node 4 pretrain_gpt.py",
+     "8 GPUs (--nnodes 2 x --nproc_per_node 4)")])
 def test_a_pasted_launcher_starting_another_gpu_count_is_refused(tmp_path, capsys, launcher, started):
     # before: the launcher's words were dropped unread, so a job launched on 32 GPUs (or 8) ran
     # on cluster.gpus' 16 in silence

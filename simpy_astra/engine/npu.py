@@ -89,7 +89,7 @@ class NpuServices:
         validate_graph(*trace)
         hw = self.config.hardware_of(device)
         clock = NpuClock(env)
-        system = SystemLayer(rank, clock, self.network, hw, dims, queues_per_dim, self.planner.customs.phase)
+        system = SystemLayer(rank, clock, self.network, hw, dims, queues_per_dim, self.planner.customs.phase, device)
         path, nodes = trace
         npu = Npu(rank, nodes, path, self if hw is self.config else self.for_hardware(hw), clock, system)
         npu.device_id = device

@@ -30,6 +30,8 @@ class PhaseHost(Protocol):
     :class:`~simpy_astra.engine.system_layer.SystemLayer`)."""
 
     npu_id: int
+    #: the physical NPU (a job's rank npu_id runs on another), as stall reports name NPUs
+    device_id: int
     total_npus: int
     endpoint_delay_ns: int
     clock: NpuClock
@@ -137,9 +139,10 @@ class Phase:
         self.system.proceed(self.stream)
 
     def describe(self) -> str:
-        """For stall reports: which NPU, collective and chunk this phase belongs to."""
+        """For stall reports: which NPU (physical, as the board's messages name it), collective
+        and chunk this phase belongs to."""
         stream = -1 if self.stream is None else self.stream.stream_id
-        return f"NPU {self.npu_id} {self.kind} phase of chunk stream {stream}"
+        return f"NPU {self.system.device_id} {self.kind} phase of chunk stream {stream}"
 
     # -- PhaseContext
     def _misuse(self, call: str, problem: str) -> CollectiveError:

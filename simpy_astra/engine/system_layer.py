@@ -178,11 +178,15 @@ class SystemLayer(Probed):
     probe_stream_moved: list | None = None
 
     def __init__(self, npu_id: int, clock: NpuClock, network: Any, config: SystemConfig,
-                 network_dims: list[int], queues_per_dim: int, load_custom: Callable) -> None:
+                 network_dims: list[int], queues_per_dim: int, load_custom: Callable,
+                 device_id: int | None = None) -> None:
         """``load_custom(prefix, position, collective_bytes, rank_of) -> (run, args)``: the phase
         a custom collective's file gives this rank (read before time starts; see
-        :class:`simpy_astra.collectives.custom.files.CustomCollectives`)."""
+        :class:`simpy_astra.collectives.custom.files.CustomCollectives`). ``device_id``: the
+        physical NPU, when a job's rank ``npu_id`` is not it (messages are matched and reported
+        by physical ids)."""
         self.npu_id = npu_id
+        self.device_id = npu_id if device_id is None else device_id
         self.clock = clock
         self.network = network
         self.config = config

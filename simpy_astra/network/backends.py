@@ -241,8 +241,10 @@ def lookup(name: str) -> BackendSpec | None:
                           f"build, folds, folded) (docs/backends.md)")
     try:
         return register(found)
-    except (TypeError, ValueError) as exc:
-        raise PluginError(f"network backend '{name}': {exc}") from None
+    except (TypeError, ValueError) as exc:  # register's own words name the spec: said once, as written
+        said = str(exc).removeprefix(f"network backend '{found.name}': ")
+        named = f"network backend '{name}'" + (f" (BackendSpec '{found.name}')" if found.name != name else "")
+        raise PluginError(f"{named}: {said}") from None
 
 
 def registered_name(written: str) -> str:

@@ -127,7 +127,8 @@ class PostsOnce:
     one message it is given once (``board.post_send``). A second post left a copy that a later
     receive of the same NPUs, tag and size took: a ring all-reduce ended at a fifth of its
     time, with only a warning of unmatched messages naming no backend. (No post at all is
-    allowed: a backend may post a message later, when it leaves a queue of its own.)"""
+    allowed: a backend may post a message later, when it leaves a queue of its own; a stall
+    says how many it never posted, :meth:`MessageBoard.unposted`.)"""
 
     __slots__ = ("network", "board")
 
@@ -137,6 +138,7 @@ class PostsOnce:
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         before = self.board.messages_sent()
+        self.board.count_handed(class_name(type(self.network)))
         self.network.send(src, dst, tag, size, fn, arg)
         posted = self.board.messages_sent() - before
         if posted > 1:

@@ -63,13 +63,14 @@ def last_progress_ns(npus: list) -> int:
 
 def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8,
                  held: list[str] | None = None, last_ns: float | None = None, spinning: str | None = None,
-                 unheld: int = 0, waiting: list[str] | None = None) -> str:
+                 unheld: int = 0, waiting: list[str] | None = None, unposted: str | None = None) -> str:
     """One line: when it stopped (``last_ns``, the last progress, when given; else ``now``),
     what each unfinished NPU waits on (or that it failed), messages held by links that are
     down, how many other messages never arrived (``unheld``: kept where no link that is down
     holds them, e.g. in a switch model's own queue), unmatched messages; ``spinning``: the
     watchdog's words for phases that never end; ``waiting``: the user's phases still waiting
-    (:func:`waiting_phases`), named when nothing else explains the stall."""
+    (:func:`waiting_phases`), named when nothing else explains the stall; ``unposted``: a
+    backend's sends never posted (:meth:`~simpy_astra.network.messages.MessageBoard.unposted`)."""
 
     def capped(items: list[str], what: str) -> str:
         # alike items once, with their count: a collective's chunks held on one link read the
@@ -102,6 +103,8 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
                      f"backend's send() post {'them' if unheld > 1 else 'it'} without board.arrive_after)")
         if unmatched:
             text += ". Unmatched messages: " + capped(unmatched, "messages")
+        if unposted:
+            text += f". The sends were given to the network, but {unposted}"
         return text
     return (f"simulation ended at {now} ns with unmatched messages (a send whose receive is "
             f"never posted): " + capped(unmatched, "messages"))

@@ -68,6 +68,9 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         if value is None:  # null on a cluster axis leaves the field out: the preset's, NCCL's choice
             node.pop(last, None)
             return
+    if value is None and isinstance(node, dict) and len(parts) == 3 and parts[0] == "jobs":
+        node.pop(last, None)  # null on a job's key leaves it out: the scenario's system, start at 0
+        return
     if value is None and isinstance(node, dict) and last != "generate" and _ours(node.get("generate")):
         node.pop(last, None)  # null on our generator's parameter leaves it out: its default
         return

@@ -41,7 +41,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
     tokens = command_line.words(args, where)
     launched = command_line.launcher_gpus(args, where)
-    if launched is not None and launched[0] != gpus:
+    if launched is not None and launched[0] not in (None, gpus):
         raise InputError(f"{where}: the pasted launcher starts {launched[0]:,} GPUs ({launched[1]}), but the job "
                          f"runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop the "
                          f"launcher's words")

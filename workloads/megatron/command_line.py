@@ -117,29 +117,50 @@ def _split(args: object, where: str) -> list[str]:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
 
 
-#: a pasted launcher's flags that give the job's GPUs (torchrun's, torch.distributed.launch's)
-_PER_NODE = ("--nproc_per_node", "--nproc-per-node")
-_NODES = ("--nnodes",)
+#: a pasted launcher's flags that give the job's GPUs, by launcher: (its whole count, its count
+#: a node, its nodes). torchrun's per node defaults to 1; mpirun's -N is Open MPI's --npernode
+_LAUNCHER_FLAGS = {
+    "torchrun": ((), ("--nproc_per_node", "--nproc-per-node"), ("--nnodes",)),
+    "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn"), ()),
+    "srun": (("-n", "--ntasks"), ("--ntasks-per-node",), ("-N", "--nodes")),
+    "deepspeed": ((), ("--num_gpus", "--num-gpus"), ("--num_nodes", "--num-nodes")),
+}
+#: the words that start each launcher (``python -m torch.distributed.run`` starts torchrun)
+_LAUNCHER_NAMES = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun", "torch.distributed.run": "torchrun",
+                   "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun",
+                   "deepspeed": "deepspeed"}
 
 
-def launcher_gpus(args: object, where: str) -> tuple[int, str, int] | None:
-    """The GPUs a pasted launcher (``torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py``)
-    starts, with how it says so and how many a node, or None where it names no count (or no
-    launcher is pasted): its words are dropped before Megatron's are read, so a count it gives
-    unlike the job's ran on the job's in silence."""
+def launcher_gpus(args: object, where: str) -> tuple[int | None, str, int | None] | None:
+    """The GPUs a pasted launcher (``torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py``,
+    ``mpirun -np 16``, ``srun -N 2 --ntasks-per-node 8``, ``deepspeed --num_gpus 8``) starts
+    in all and a node, each None where it names none, with how it says so; None where no
+    launcher is pasted or it names no count: its words are dropped before Megatron's are read,
+    so a count unlike the job's ran on the job's in silence. Of launchers nested (``srun ...
+    torchrun ...``) the last, which starts the workers, counts."""
     tokens = _split(args, where)
     launcher = tokens[:len(tokens) - len(_launcher_dropped(tokens))]
-    found: dict[str, str] = {}
+    kind, found = None, {}
     for i, word in enumerate(launcher):
+        started = _LAUNCHER_NAMES.get(word.rpartition("/")[2])
+        if started:
+            kind, found = started, {}
+            continue
         flag, eq, value = word.partition("=")
-        if flag in (*_PER_NODE, *_NODES):
+        if kind and any(flag in names for names in _LAUNCHER_FLAGS[kind]):
             found[flag] = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
-    per_node = next((found[f] for f in _PER_NODE if f in found), "1")
-    nodes = found.get("--nnodes", "1")
-    if not found or not per_node.isdigit() or not nodes.isdigit():  # 'gpu', an elastic '1:4': no one count
+    if not kind or not found or not all(v.isdigit() for v in found.values()):  # 'gpu', an elastic '1:4'
         return None
-    shown = " x ".join(f"{flag} {found[flag]}" for flag in found)
-    return int(per_node) * int(nodes), shown, int(per_node)
+    total_flags, node_flags, nodes_flags = _LAUNCHER_FLAGS[kind]
+    total, per_node, nodes = (next((int(found[f]) for f in flags if f in found), None)
+                              for flags in (total_flags, node_flags, nodes_flags))
+    if kind == "torchrun":  # its defaults: one node, one process on it
+        per_node, nodes = per_node or 1, nodes or 1
+    if total is None and per_node is not None and nodes is not None:
+        total = per_node * nodes
+    if total is None and per_node is None:  # the nodes alone: how many a node, the launcher's default
+        return None
+    return total, " x ".join(f"{flag} {found[flag]}" for flag in found), per_node
 
 
 def _plain(text: str) -> str:

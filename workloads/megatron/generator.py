@@ -179,7 +179,7 @@ def _launched_per_node(args: Any, cluster: Cluster, where: str) -> None:
     preset's size, its NVLink groups and rails not the job's."""
     launched = command_line.launcher_gpus(args, f"{where}.args")
     per_node = int(cluster.node["gpus"])
-    if launched is not None and launched[0] == cluster.gpus and launched[2] != per_node:
+    if launched is not None and launched[0] in (None, cluster.gpus) and launched[2] not in (None, per_node):
         raise InputError(f"{where}.args: the pasted launcher starts {launched[2]} GPUs a node ({launched[1]}), but "
                          f"the cluster's nodes hold {per_node}; give cluster.gpus_per_node: {launched[2]}, or drop "
                          f"the launcher's words")
