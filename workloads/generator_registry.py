@@ -11,6 +11,7 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from simpy_astra.errors import InputError, Param, Parts
@@ -128,7 +129,13 @@ class Prepared:
 
     def layout(self) -> WorkloadLayout:
         """The job's layout; a generator that reads its parameters here (the transformer's)
-        has its errors worded in the scenario's fields, as :func:`materialise` words them."""
+        has its errors worded in the scenario's fields, as :func:`materialise` words them.
+        Made once: loading a scenario asks for it four times, and a Megatron job's lists every
+        message it plays (a sweep's ``--list`` loads every point)."""
+        return self._layout
+
+    @cached_property
+    def _layout(self) -> WorkloadLayout:
         layout = self.entry.layout
         if layout is None:
             return WorkloadLayout()

@@ -123,25 +123,29 @@ def _in_front(checks: list[type], model: type) -> type:
 
 
 class PostsOnce:
-    """The system layer's view of a backend whose ``send`` is the user's: each call posts the
-    one message it is given once (``board.post_send``). A second post left a copy that a later
-    receive of the same NPUs, tag and size took: a ring all-reduce ended at a fifth of its
-    time, with only a warning of unmatched messages naming no backend. (No post at all is
-    allowed: a backend may post a message later, when it leaves a queue of its own; a stall
-    says how many it never posted, :meth:`MessageBoard.unposted`.)"""
+    """The system layer's view of a backend whose ``send`` is the user's: it posts no more
+    messages (``board.post_send``) than it was handed. A second post of one message left a
+    copy that a later receive of the same NPUs, tag and size took: a ring all-reduce ended at
+    a fifth of its time, with only a warning of unmatched messages naming no backend. A post
+    may come later than its ``send``: a backend may hold a message in a queue of its own and
+    post it, with others, in a later call (counted in ``unposted``), or from a process of its
+    own (not seen here; a stall says how many it never posted, :meth:`MessageBoard.unposted`).
+    One view serves every job of a run, whose sends share the board."""
 
-    __slots__ = ("network", "board")
+    __slots__ = ("network", "board", "unposted")
 
     def __init__(self, network: Any) -> None:
         self.network = network
         self.board = network.board
+        self.unposted = 0  # messages handed to send() that no call has posted yet
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         before = self.board.messages_sent()
         self.board.count_handed(class_name(type(self.network)))
         self.network.send(src, dst, tag, size, fn, arg)
         posted = self.board.messages_sent() - before
-        if posted > 1:
+        self.unposted += 1 - posted
+        if self.unposted < 0:
             raise PluginError(f"network backend '{class_name(type(self.network))}', send(): posted the message of "
                               f"{size} B from NPU {src} to NPU {dst} (tag {tag}) {posted} times, and a later "
                               f"receive takes each copy: call self.board.post_send once per send and give that "

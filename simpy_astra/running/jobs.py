@@ -144,12 +144,13 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
     sim.local_mem_trace_prefix = None  # one file per NPU id: jobs' rank ids would collide
     owner: dict[int, JobInputs] = {}  # physical NPU -> its job
     built: dict[int, Npu] = {}
+    side = system_side(sim.network)  # one for every job: their sends share the network's board
     for index, job in enumerate(inputs.jobs):
         n = job.num_ranks
         cfg = job.system
         job_dims = sim.network_dims if n == sim.total_npus else [n]
         identity = job.npus == tuple(range(sim.total_npus))
-        network = system_side(sim.network) if identity else JobNetwork(system_side(sim.network), job.npus)
+        network = side if identity else JobNetwork(side, job.npus)
         planner = CollectivePlanner(cfg, n)
         planner.add_file_groups(job.comm_groups, f"jobs[{index}].comm_groups")
         if job is inputs.jobs[0]:

@@ -20,6 +20,30 @@ RETRANSMITS = BackendSpec("retransmits", "posts each message twice",
                           lambda env, dims, source, config=None: Retransmits(env, dims), folds=None, folded=None)
 
 
+class Pairs(CongestionUnawareNetwork):
+    """A backend that holds each message until the next one is sent (a coalescing NIC's
+    shape), then posts both, each once, with their own pair's delay."""
+
+    pair_delays_only = False
+
+    def __init__(self, env, dims):
+        super().__init__(env, dims)
+        self.held = None
+
+    def send(self, src, dst, tag, size, fn, arg):
+        if self.held is None:
+            self.held = (src, dst, tag, size, fn, arg)
+            return
+        for message in (self.held, (src, dst, tag, size, fn, arg)):
+            entry = self.board.post_send(*message)
+            self.board.arrive_after(self.message_delay_ns(message[0], message[1], message[3]), entry)
+        self.held = None
+
+
+PAIRS = BackendSpec("pairs", "posts messages two at a time",
+                    lambda env, dims, source, config=None: Pairs(env, dims), folds=None, folded=None)
+
+
 def halves(params, prefix):
     """docs/generators.md's generator shape: even and odd NPUs each all-reduce ``size`` bytes in
     a communicator group of their own (groups 1 and 2 of the comm-group JSON it writes)."""
