@@ -90,10 +90,33 @@ MAX_WORDS = 4096
 MAX_CHARACTERS = 1 << 20
 
 
+#: Megatron-LM's training scripts (of its history and branches) of other models than
+#: pretrain_gpt.py's GPT: their arguments read alike, and the step simulated would be a GPT's
+_OTHER_MODELS = {
+    **dict.fromkeys(("pretrain_bert.py", "pretrain_albert.py"), "BERT, an encoder with a masked-LM head"),
+    **dict.fromkeys(("pretrain_ict.py", "pretrain_bert_ict.py", "pretrain_realm.py"),
+                    "a BERT retriever (two encoders)"),
+    **dict.fromkeys(("pretrain_t5.py", "pretrain_t5_core.py", "pretrain_ul2.py"), "T5, an encoder-decoder"),
+    **dict.fromkeys(("pretrain_mamba.py", "pretrain_hybrid.py", "pretrain_mamba_tt_diffusion.py"),
+                    "Mamba, or a hybrid of Mamba and attention layers"),
+    **dict.fromkeys(("pretrain_retro.py", "pretrain_retro_core.py"), "RETRO, a GPT with a retrieval encoder"),
+    **dict.fromkeys(("pretrain_vlm.py", "pretrain_qwenvl.py"), "a vision-language model"),
+    **dict.fromkeys(("pretrain_vit.py", "pretrain_vision_classify.py", "pretrain_vision_dino.py",
+                     "pretrain_vision_inpaint.py"), "a vision transformer"),
+}
+
+
 def words(args: object, where: str) -> list[str]:
     """``args`` (one string as in a launch script, or a list of words) as words, at most
-    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped."""
-    return _launcher_dropped(_split(args, where))
+    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped;
+    a pasted script of Megatron-LM's that trains another model than GPT is refused."""
+    tokens = _split(args, where)
+    arguments = _launcher_dropped(tokens)
+    script = tokens[len(tokens) - len(arguments) - 1].rpartition("/")[2] if len(arguments) < len(tokens) else ""
+    if script in _OTHER_MODELS:
+        raise InputError(f"{where}: {script} trains {_OTHER_MODELS[script]}; this simulates pretrain_gpt.py's GPT "
+                         f"model only; give its arguments to pretrain_gpt.py")
+    return arguments
 
 
 def _split(args: object, where: str) -> list[str]:
@@ -146,8 +169,8 @@ def launcher_gpus(args: object, where: str) -> tuple[int | None, str, int | None
         if started:
             kind, found = started, {}
             continue
-        flag, eq, value = word.partition("=")
-        if kind and any(flag in names for names in _LAUNCHER_FLAGS[kind]):
+        flag, eq, value = _launcher_flag(word, kind) if kind else ("", "", "")
+        if flag:
             found[flag] = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
     if not kind or not found or not all(v.isdigit() for v in found.values()):  # 'gpu', an elastic '1:4'
         return None
@@ -161,6 +184,18 @@ def launcher_gpus(args: object, where: str) -> tuple[int | None, str, int | None
     if total is None and per_node is None:  # the nodes alone: how many a node, the launcher's default
         return None
     return total, " x ".join(f"{flag} {found[flag]}" for flag in found), per_node
+
+
+def _launcher_flag(word: str, kind: str) -> tuple[str, str, str]:
+    """``word`` as (a count flag of launcher ``kind``, '=' or '' , its value there) or empty
+    words: ``--nnodes=2``, ``--nnodes`` (its value the next word) and a short flag with its
+    count joined on, as getopt reads it (srun's ``-N4``, ``-n32``)."""
+    flag, eq, value = word.partition("=")
+    flags = [f for names in _LAUNCHER_FLAGS[kind] for f in names]
+    if flag in flags:
+        return flag, eq, value
+    joined = next((f for f in flags if not f.startswith("--") and word.startswith(f) and word[len(f):].isdigit()), "")
+    return (joined, "=", word[len(joined):]) if joined else ("", "", "")
 
 
 def _plain(text: str) -> str:

@@ -1,0 +1,43 @@
+"""A twenty-ninth hunt: pasted launch lines, and the other front doors, wrong in new ways. Each
+test failed before its fix: a wrong success (a job other than the one written), a traceback, or
+a message naming no place or no fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.cli.main import main
+from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
+
+
+@pytest.mark.parametrize(("launcher", "started"), [
+    ("srun -N4 --ntasks-per-node=8 python pretrain_gpt.py", "32 GPUs (-N 4 x --ntasks-per-node 8)"),
+    ("srun -n32 python pretrain_gpt.py", "32 GPUs (-n 32)"),
+    ("mpiexec -n32 python pretrain_gpt.py", "32 GPUs (-n 32)")])
+def test_a_launchers_short_flag_joined_to_its_count_is_read(tmp_path, capsys, launcher, started):
+    # before: srun's -N4 and -n32 (getopt's joined short options) were dropped unread, so a job
+    # launched on 32 GPUs ran on cluster.gpus' 16 in silence
+    path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: the pasted launcher starts {started}, but the job runs on 16 ({path}: "
+        f"cluster.gpus); make them one count, or drop the launcher's words"]
+    assert main(["run", megatron_scenario(tmp_path, f"srun -N2 -n16 python pretrain_gpt.py {TINY_GPT_ARGS}",
+                                          "agreeing.yaml", preset="dgx-h100", gpus=16), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize(("script", "model"), [
+    ("pretrain_bert.py", "BERT"), ("/workspace/Megatron-LM/pretrain_t5.py", "T5"),
+    ("pretrain_mamba.py", "Mamba"), ("pretrain_vlm.py", "vision-language")])
+def test_a_pasted_line_running_another_models_script_is_refused(tmp_path, capsys, script, model):
+    # before: the script's name was dropped with the launcher's words, so a BERT, T5 or Mamba
+    # job ran as pretrain_gpt.py's GPT, in silence (1.842 ms, as the GPT job)
+    path = megatron_scenario(tmp_path, f"torchrun --nproc_per_node 8 --nnodes 2 {script} {TINY_GPT_ARGS}",
+                             preset="dgx-h100", gpus=16)
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    name = script.rpartition("/")[2]
+    assert line.startswith(f"error: {path}: workload.args: {name} trains ") and model in line, line
+    assert line.endswith("this simulates pretrain_gpt.py's GPT model only; give its arguments to pretrain_gpt.py"), line
+    for gpt in ("pretrain_gpt.py", "/opt/Megatron-LM/pretrain_gpt.py", "my_wrapper.py"):
+        fine = megatron_scenario(tmp_path, f"torchrun --nproc_per_node 8 --nnodes 2 {gpt} {TINY_GPT_ARGS}",
+                                 "fine.yaml", preset="dgx-h100", gpus=16)
+        assert main(["run", fine, "--quiet"]) == 0
