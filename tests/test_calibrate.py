@@ -60,9 +60,9 @@ def test_a_log_that_repeats_its_table_simulates_each_size_once(tmp_path, monkeyp
 
     src = A100 / "all_reduce.log"
     lines = src.read_text().splitlines()
-    rows = [line for line in lines if line.strip()[:1].isdigit()]
-    doubled = tmp_path / "doubled.log"
-    doubled.write_text("\n".join(lines + rows) + "\n")
+    run = lines[next(i for i, line in enumerate(lines) if line.split()[1:3] == ["size", "count"]):]
+    doubled = tmp_path / "doubled.log"  # a second run appended: its table under its own header
+    doubled.write_text("\n".join(lines + run) + "\n")
     calls = []
     real = report.simulate_collective
     monkeypatch.setattr(report, "simulate_collective", lambda *a, **k: calls.append(a[3]) or real(*a, **k))

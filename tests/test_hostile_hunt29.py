@@ -41,3 +41,27 @@ def test_a_pasted_line_running_another_models_script_is_refused(tmp_path, capsys
         fine = megatron_scenario(tmp_path, f"torchrun --nproc_per_node 8 --nnodes 2 {gpt} {TINY_GPT_ARGS}",
                                  "fine.yaml", preset="dgx-h100", gpus=16)
         assert main(["run", fine, "--quiet"]) == 0
+
+
+def _nccl_log(tmp_path, edit) -> tuple[str, str]:
+    """An H100 all-reduce log edited by ``edit`` (its text -> the new text), and its network."""
+    from pathlib import Path
+
+    logs = Path(__file__).resolve().parent / "data" / "nccl" / "hgx-h100-2node-ib"
+    (tmp_path / "bad.log").write_text(edit((logs / "all_reduce.log").read_text()))
+    return str(tmp_path / "bad.log"), str(logs / "network.yml")
+
+
+def _row_twice(text: str) -> str:
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["1048576"])
+    return text.replace(row, f"{row}\n{row}")
+
+
+def test_a_nccl_row_pasted_twice_is_refused_not_fitted_twice(tmp_path, capsys):
+    # before: 'fitted on 16 sizes' of the log's 15: the row, repeated with its own time, counted
+    # twice in the fit and its scores (a repeat with another time was refused)
+    log, network = _nccl_log(tmp_path, _row_twice)
+    assert error_lines(capsys, ["calibrate", log, "--network", network, "--out", str(tmp_path / "cal")]) == [
+        f"error: {log}:64: size 1048576 is also on line 63 of this table, with the same time (71.93 us): a line "
+        f"pasted twice? keep one"]
+

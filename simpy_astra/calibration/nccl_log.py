@@ -313,10 +313,12 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
                                  f"short?): remove this line to fit the rows above it") from None
             raise
         earlier = seen_sizes.get((tables, row.size_bytes, row.count, row.dtype, row.redop)) if row.size_bytes else None
-        if earlier is not None and earlier.time_us != row.time_us:
+        if earlier is not None:  # counted twice in the fit and its scores, as a log given twice would be
+            same = earlier.time_us == row.time_us
             raise _err(path, lineno, f"size {row.size_bytes} is also on line {earlier.line} of this table, "
-                                     f"with another time ({earlier.time_us:g} vs {row.time_us:g} us); keep one "
-                                     f"run per size")
+                                     + (f"with the same time ({row.time_us:g} us): a line pasted twice? keep one"
+                                        if same else f"with another time ({earlier.time_us:g} vs "
+                                                     f"{row.time_us:g} us); keep one run per size"))
         seen_sizes[(tables, row.size_bytes, row.count, row.dtype, row.redop)] = row
         if row.size_bytes == 0:
             zero_sizes += 1
