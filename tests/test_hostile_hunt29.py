@@ -65,3 +65,28 @@ def test_a_nccl_row_pasted_twice_is_refused_not_fitted_twice(tmp_path, capsys):
         f"error: {log}:64: size 1048576 is also on line 63 of this table, with the same time (71.93 us): a line "
         f"pasted twice? keep one"]
 
+
+
+@pytest.mark.parametrize(("counts", "shape"), [([4, 4], "4 x 4"), ([16], "16"), ([4, 8], "4 x 4")])
+@pytest.mark.parametrize("command", ["calibrate", "validate"])
+def test_a_network_whose_dimensions_split_a_logged_host_is_refused(tmp_path, capsys, counts, shape, command):
+    # before: the H100 log's two hosts of 8 (its Rank lines: bm-h100-01, bm-h100-02) fitted on
+    # a 4 x 4 network in silence, its second dimension taking pairs inside a host and across
+    # alike: 970 GiB/s and 131 GiB/s, where [8, 2] fits 607 and 82
+    from pathlib import Path
+
+    import yaml
+
+    logs = Path(__file__).resolve().parent / "data" / "nccl" / "hgx-h100-2node-ib"
+    network = tmp_path / "net.yml"
+    network.write_text(yaml.safe_dump({"topology": ["Switch"] * len(counts), "npus_count": counts,
+                                       "bandwidth": [370.0, 50.0][:len(counts)],
+                                       "latency": [500.0, 2000.0][:len(counts)]}))
+    log = str(logs / "all_reduce.log")
+    extra = ["--system", str(tmp_path / "none.json")] if command == "validate" else []
+    (tmp_path / "none.json").write_text('{"all-reduce-implementation": ["ring"]}')
+    lines = error_lines(capsys, [command, log, "--network", str(network), *extra, "--out", str(tmp_path / "o")])
+    assert lines[-1] == (
+        f"error: {log}: the log's 16 GPUs sit 8 to a host (its Rank lines), but the network's dimensions ({shape}) "
+        f"do not end at a host's GPUs; give --network's npus_count [8, 2] (or dimensions within a host whose "
+        f"product is 8)"), lines

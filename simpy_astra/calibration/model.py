@@ -232,7 +232,7 @@ def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_s
     if backend not in BACKENDS:
         raise InputError(f"--backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     observations = observations_of(logs, in_place, held_out, gpu_memory_gbps)
-    spans = {(log.collective, log.ranks): span(network, log.ranks, log.path) for log in logs}
+    spans = {(log.collective, log.ranks): span(network, log.ranks, log.path, log.per_host) for log in logs}
     current = copy.deepcopy(network)
     simulations = 0
     fitted: FitResult | None = None

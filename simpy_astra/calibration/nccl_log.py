@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +55,8 @@ _PROGRAM = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|alltoall|sendrec
                       r"gather|scatter|hypercube)_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"Collective test starting:\s*(\w+?)_perf")
 _RANK_LINE = re.compile(r"^\s*Rank\s+(\d+)\b.*\bdevice\b", re.IGNORECASE)
+#: the host a Rank line names: '#  Rank  8 Group  0 Pid  26633 on bm-h100-02 device  0 ...'
+_HOST = re.compile(r"\bon\s+(\S+)\s+device\b")
 _INT = re.compile(r"^-?\d+$")
 _NUM = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 #: what a size column could hold if mistyped or edited: 1M, 1.5, -1024, 4KiB (never silently skipped)
@@ -91,6 +94,8 @@ class NcclLog:
     skipped_zero_size: int = 0  # rows of 0 bytes (nccl-tests prints them for tiny -b with many GPUs)
     tables: int = 1
     devices: list[str] = field(default_factory=list)  # the GPU names of the "Using devices" lines
+    #: the GPUs on each host, where the Rank lines name two or more hosts holding alike (else None)
+    per_host: int | None = None
 
     @property
     def label(self) -> str:
@@ -267,6 +272,7 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
     named: tuple[str, int] | None = None  # (collective, line) from a command line or header
     ranks: set[int] = set()
     devices: list[str] = []
+    hosts: dict[int, str] = {}  # rank -> the host its line names
     cols: _Columns | None = None
     rows: list[Row] = []
     zero_sizes = 0
@@ -288,6 +294,8 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
         rank = _RANK_LINE.match(text)
         if rank:
             ranks.add(int(rank.group(1)))
+            host = _HOST.search(text)
+            hosts[int(rank.group(1))] = host.group(1) if host else ""
             dev = re.search(r"\]\s*(.+)$", text)
             if dev:
                 devices.append(dev.group(1).strip())
@@ -343,7 +351,16 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
     if n is None:
         n = _ranks_from_factor(path, rows, name)
     _check_consistent(path, rows, name, n)
-    return NcclLog(path, name, n, rows, zero_sizes, max(tables, 1), devices)
+    return NcclLog(path, name, n, rows, zero_sizes, max(tables, 1), devices, _per_host(hosts))
+
+
+def _per_host(hosts: dict[int, str]) -> int | None:
+    """How many GPUs each host holds, where every Rank line names its host and there are two
+    hosts or more, each holding alike."""
+    counts = Counter(hosts.values())
+    if len(counts) < 2 or "" in counts or len(set(counts.values())) != 1:
+        return None
+    return next(iter(counts.values()))
 
 
 def _ranks_from_factor(path: str, rows: list[Row], name: str) -> int:

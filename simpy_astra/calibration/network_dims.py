@@ -5,6 +5,7 @@ the leading dimensions a log's GPUs span, with the network and system cut to the
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from simpy_astra.errors import InputError
@@ -37,9 +38,23 @@ def check_network(network: dict[str, Any], where: str) -> None:
                                                "FullyConnected or Line)")
 
 
-def span(network: dict[str, Any], ranks: int, where: str) -> list[int]:
+def span(network: dict[str, Any], ranks: int, where: str, per_host: int | None = None) -> list[int]:
     """The NPU counts per dimension a run on ``ranks`` GPUs uses: the leading dimensions,
-    the last one possibly in part (16 GPUs of an 8 x 8 network use 8 x 2: two of its nodes)."""
+    the last one possibly in part (16 GPUs of an 8 x 8 network use 8 x 2: two of its nodes).
+    A log's hosts of ``per_host`` GPUs each must fill whole leading dimensions: a network of
+    4 x 4 for two hosts of 8 fitted its 'node' links to pairs inside a host and across alike."""
+    used = _leading(network, ranks, where)
+    products = [math.prod(used[:d + 1]) for d in range(len(used))]
+    if per_host is not None and per_host < ranks and per_host not in products:
+        shape = " x ".join(str(n) for n in used)
+        raise InputError(f"{where}: the log's {ranks} GPUs sit {per_host} to a host (its Rank lines), but the "
+                         f"network's dimensions ({shape}) do not end at a host's GPUs; give --network's npus_count "
+                         f"[{per_host}, {ranks // per_host}] (or dimensions within a host whose product is "
+                         f"{per_host})")
+    return used
+
+
+def _leading(network: dict[str, Any], ranks: int, where: str) -> list[int]:
     counts = [int(n) for n in network["npus_count"]]
     used: list[int] = []
     product = 1

@@ -95,7 +95,7 @@ def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
     results = []
     for log in logs:
         mem_gbps = memory_gbps(log.devices, gpu_memory_gbps)
-        counts = span(network, log.ranks, log.path)
+        counts = span(network, log.ranks, log.path, log.per_host)
         net, sys_ = sub_network(network, counts), sub_system(system, len(counts))
         res = LogResult(log.path, log.collective, log.ranks)
         # a size's simulated time (or why it has none) is the same on every row of it: a log
