@@ -90,3 +90,18 @@ def test_a_network_whose_dimensions_split_a_logged_host_is_refused(tmp_path, cap
         f"error: {log}: the log's 16 GPUs sit 8 to a host (its Rank lines), but the network's dimensions ({shape}) "
         f"do not end at a host's GPUs; give --network's npus_count [8, 2] (or dimensions within a host whose "
         f"product is 8)"), lines
+
+
+@pytest.mark.parametrize("path_flag", ["--tokenizer-model /data/tok.py", "--load /ckpt/run.py --save-interval 100",
+                                       "--data-path=/data/corpus.py"])
+def test_a_value_ending_in_py_is_no_launch_scripts_name(tmp_path, capsys, path_flag):
+    # before: the first word ending in .py was taken for pretrain_gpt.py, so every flag before it
+    # was dropped as a launcher's: --tensor-model-parallel-size 2 ran at tp 1, in silence
+    from tests.scenario_files import headline_and_warnings
+
+    tp2 = f"--tensor-model-parallel-size 2 {TINY_GPT_ARGS}"
+    written = headline_and_warnings(capsys, megatron_scenario(tmp_path, f"--tensor-model-parallel-size 2 {path_flag} "
+                                                                        f"{TINY_GPT_ARGS}", "a.yaml"))
+    assert written == headline_and_warnings(capsys, megatron_scenario(tmp_path, tp2, "b.yaml"))
+    pasted = f"torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 {path_flag} {TINY_GPT_ARGS}"
+    assert headline_and_warnings(capsys, megatron_scenario(tmp_path, pasted, "c.yaml")) == written

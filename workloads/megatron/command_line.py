@@ -244,11 +244,16 @@ def _stray(tokens: list[str], i: int, arity: dict[str, int | str]) -> str:
 
 
 def _launcher_dropped(tokens: list[str]) -> list[str]:
-    """The arguments of a pasted command line (``torchrun ... pretrain_gpt.py ARGS``)."""
-    for i, word in enumerate(tokens[:32]):
+    """The arguments of a pasted command line (``torchrun ... pretrain_gpt.py ARGS``): a launch
+    line starts with a program, never a flag, and its script comes before any of Megatron-LM's
+    flags; a ``.py`` word after one is a value (``--tokenizer-model tok.py``), whose flags
+    before it were dropped as a launcher's, in silence."""
+    if not tokens or tokens[0].startswith("-"):
+        return tokens
+    for i, word in enumerate(tokens):
         if word.endswith(".py"):
             return tokens[i + 1:]
-        if word in ("--num-layers", "--hidden-size"):
+        if word.partition("=")[0] in _MEGATRON_FLAGS:
             break
     return tokens
 
@@ -256,6 +261,10 @@ def _launcher_dropped(tokens: list[str]) -> list[str]:
 def _shown(word: str) -> str:
     """``word`` quoted, its middle elided past 60 characters."""
     return repr(word) if len(word) <= 60 else repr(f"{word[:40]} ... {word[-15:]}")
+
+
+#: every flag Megatron-LM's pretrain_gpt.py has had: none starts a launcher's words
+_MEGATRON_FLAGS = frozenset((*SWITCHES, *ONE_VALUE, *SEVERAL_VALUES))
 
 
 def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
