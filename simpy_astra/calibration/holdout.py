@@ -48,13 +48,17 @@ def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str,
     return frozenset(out)
 
 
-def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) -> list[dict[str, Any]]:
-    """Per log, the lines the fit used (``fitted_lines``) and the ones it was denied."""
+def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int,
+               in_place: bool = False) -> list[dict[str, Any]]:
+    """Per log, the lines the fit used (``fitted_lines``), what they measured (``fitted_rows``:
+    size and time, so a copy of the log edited since is still known by its rows) and the lines
+    it was denied."""
     out = []
     for log in logs:
-        fitted = [r.line for r in log.rows if r.size_bytes >= min_size and (log.path, r.line) not in held_out]
+        rows = [r for r in log.rows if r.size_bytes >= min_size and (log.path, r.line) not in held_out]
         denied = [r.line for r in log.rows if (log.path, r.line) in held_out]
-        out.append({"path": log.path, "sha256_16": digest(log.path), "fitted_lines": fitted,
+        out.append({"path": log.path, "sha256_16": digest(log.path), "fitted_lines": [r.line for r in rows],
+                    "fitted_rows": [[r.size_bytes, r.inplace_time_us if in_place else r.time_us] for r in rows],
                     "held_out_lines": denied})
     return out
 
@@ -90,6 +94,7 @@ def load_fitted_lines(path: str, in_place: bool = False) -> dict[str, set[int]]:
                                                     "fitted_lines (line numbers >= 1) as calibrate writes them; "
                                                     "was the record edited? calibrate again")
         out.setdefault(sha, set()).update(lines)
+        out.measured |= _fitted_rows(entry, path, i)
         if isinstance(entry.get("path"), str):
             out.paths[os.path.realpath(entry["path"])] = sha
     values = doc.get("fitted")
@@ -99,12 +104,28 @@ def load_fitted_lines(path: str, in_place: bool = False) -> dict[str, set[int]]:
     return out
 
 
+def _fitted_rows(entry: dict, path: str, i: int) -> set[tuple]:
+    """(collective, GPUs, size, time) of each row a log's entry says the fit used (none in a
+    record from before ``fitted_rows``)."""
+    rows = entry.get("fitted_rows", [])
+    if not isinstance(rows, list) or not all(
+            isinstance(r, list) and len(r) == 2 and all(isinstance(x, int | float) and not isinstance(x, bool)
+                                                        for x in r) for r in rows):
+        raise InputError.at(path, f"logs[{i}].fitted_rows", "expected [size, time] of each fitted row, as "
+                                                            "calibrate writes them; was the record edited? "
+                                                            "calibrate again")
+    return {(entry.get("collective"), entry.get("gpus"), size, time) for size, time in rows}
+
+
 class FittedLines(dict[str, set[int]]):
-    """checksum -> fitted line numbers, and ``paths``: the checksum of each log the record
-    names, by its real path (to tell a log that changed since it was fitted)."""
+    """checksum -> fitted line numbers, ``measured``: what each fitted row measured (a log
+    edited since, its lines moved or a row changed, keeps the rows it shares with the fit),
+    and ``paths``: the checksum of each log the record names, by its real path (to tell a
+    log that changed since it was fitted)."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.measured: set[tuple] = set()
         self.paths: dict[str, str] = {}
         self.network: dict[str, list] = {}  # the fitted network's bandwidth and latency lists
         self.source = ""  # the record's path
@@ -125,24 +146,29 @@ def other_network(network: dict[str, Any], network_path: str, fitted: FittedLine
 
 
 def changed_logs(logs: list, fitted: FittedLines) -> list[str]:
-    """A warning per log the calibration fitted at this path with other contents: its rows
-    would all count as held out (the fit's rows scored as predictions) without a word."""
+    """A warning per log the calibration fitted at this path with other contents: a row edited
+    since counts as held out (and, in a record without ``fitted_rows``, every row, the fit's
+    scored as predictions) without a word."""
     out = []
     for log in logs:
         then = fitted.paths.get(os.path.realpath(log.path))
         if then is not None and (now := digest(log.path)) != then and now not in fitted:
+            counted = ("its rows are known by the size and time the fit used, and a row edited since counts as "
+                       "held out" if fitted.measured else "every size counts as held out, those it fitted too")
             out.append(f"{log.path}: changed since the calibration fitted it (checksum {then}, now {now}), so "
-                       f"every size counts as held out, those it fitted too; validate the log it fitted, "
-                       f"or calibrate again")
+                       f"{counted}; validate the log it fitted, or calibrate again")
     return out
 
 
-def mark(results: list, logs: list, fitted: dict[str, set[int]]) -> None:
-    """Set each point's ``held_out``: True unless the calibration fitted exactly that row."""
+def mark(results: list, logs: list, fitted: FittedLines) -> None:
+    """Set each point's ``held_out``: True unless the calibration fitted that row, at that line
+    of that log or with its measurement (a copy of the log cleaned of its chatter since, whose
+    every row counted as held out: the fit's rows scored as predictions)."""
     for res, log in zip(results, logs, strict=True):
         lines = fitted.get(digest(log.path), set())
         for p in res.points:
-            p.held_out = p.line not in lines
+            p.held_out = p.line not in lines and (res.collective, res.ranks, p.size_bytes,
+                                                  p.measured_us) not in fitted.measured
 
 
 @dataclass
@@ -191,7 +217,7 @@ def holdout_lines(rows: list[HoldoutRow]) -> list[str]:
     return lines
 
 
-def report_holdout(results: list, logs: list, fitted: dict[str, set[int]]) -> list[HoldoutRow]:
+def report_holdout(results: list, logs: list, fitted: FittedLines) -> list[HoldoutRow]:
     """``validate --holdout``: mark the points from the calibration record's fitted lines
     (:func:`load_fitted_lines`, read before the simulations), then score each role."""
     mark(results, logs, fitted)

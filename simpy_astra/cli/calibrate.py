@@ -80,7 +80,7 @@ def _calibration_record(args: argparse.Namespace, logs: list, held_out: Any, net
                   "own_chunk_copy_memory_GBps": (memory_gbps(log.devices, args.gpu_memory_bw)
                                                  if log.collective in COPYING_COLLECTIVES
                                                  and not args.in_place else None), **rec}
-                 for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
+                 for log, rec in zip(logs, fit_record(logs, held_out, args.min_size, args.in_place), strict=True)],
         "backend": args.backend,
         "algorithms": algorithms,
         "min_size_bytes": args.min_size,
