@@ -129,3 +129,19 @@ def test_a_fitted_log_cleaned_since_keeps_its_fitted_rows_out_of_the_held_out_sc
         out = capsys.readouterr().out.replace("\n  ", " ")  # a wrapped line's continuation joined back
         scored.append([line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(("HELD OUT", "fitted"))])
     assert scored[1] == scored[0] and len(scored[0]) == 2 and "5 sizes" in scored[0][0], scored
+
+
+def test_a_log_named_without_its_folder_is_not_shown_at_the_root(tmp_path, capsys, monkeypatch):
+    # before: 'HELD OUT /all_reduce.log: ...', a path at the root, for a log given as all_reduce.log
+    from pathlib import Path
+
+    logs = Path(__file__).resolve().parent / "data" / "nccl" / "hgx-h100-2node-ib"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "all_reduce.log").write_text((logs / "all_reduce.log").read_text())
+    assert main(["calibrate", "all_reduce.log", "--network", str(logs / "network.yml"), "--out", "cal",
+                 "--hold-out-every", "3"]) == 0
+    capsys.readouterr()
+    assert main(["validate", "all_reduce.log", "--network", "cal/network.yml", "--system", "cal/system.json",
+                 "--holdout", "cal/calibration.json", "--out", "v"]) == 0
+    roles = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("HELD OUT", "fitted"))]
+    assert [line.split(":")[0] for line in roles] == ["HELD OUT all_reduce.log", "fitted   all_reduce.log"], roles

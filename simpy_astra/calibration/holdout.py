@@ -207,7 +207,9 @@ def holdout_lines(rows: list[HoldoutRow]) -> list[str]:
     lines = []
     held = {h.log for h in rows if h.role == "held out"}
     for h in sorted(rows, key=lambda h: (h.log, h.role != "held out")):
-        name = f"{os.path.basename(os.path.dirname(h.log))}/{os.path.basename(h.log)}"
+        # the log's folder and name ('hgx-h100-2node-ib/all_reduce.log'); a log in the working
+        # folder has none ('/cleaned.log' read as a file at the root)
+        name = os.path.join(os.path.basename(os.path.dirname(h.log)), os.path.basename(h.log))
         if h.role == "fitted" and h.log not in held:
             lines.append(f"HELD OUT {name}: none, the calibration fitted every size >= 1 MiB (calibrate with "
                          f"--hold-out-every N to hold some out)")
