@@ -161,6 +161,11 @@ class InvalidConfigurationError(InputError):
         return type(self), (self.message, self.rule)
 
 
+def with_article(word: str) -> str:
+    """``word`` after 'a' or 'an' as its first letter asks: 'an all_reduce', 'a ring'."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def refuse(where: str, rule: str, message: str) -> NoReturn:
     """Refuse a job the framework refuses: ``message`` under the file and field ``where``."""
     raise InvalidConfigurationError(f"{where}: {message}", rule)

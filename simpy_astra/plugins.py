@@ -27,6 +27,7 @@ from typing import Any
 
 from simpy.events import Timeout
 
+from simpy_astra.errors import with_article
 from simpy_astra.infra import files
 from simpy_astra.infra.zero_time import ZERO_TIME_RESUMES, ZeroTimeGuard  # noqa: F401 - the limit, still importable here
 
@@ -103,7 +104,7 @@ def users_int(value: Any) -> Any:
 def a_kind(value: Any) -> str:
     """What ``value`` is, for a message: 'an int', 'a list'."""
     kind = type(value).__name__
-    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+    return with_article(kind)
 
 
 def engine_original(exc: BaseException) -> BaseException:

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, with_article
 from simpy_astra.infra import files
 
 #: nccl-tests program stem -> our collective name (``workloads.microbench.COLLECTIVES`` + sendrecv)
@@ -386,7 +386,7 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
         if r.algbw >= 1.0 and r.busbw > 0:
             f = r.busbw / r.algbw
             if abs(f - expected) > 0.03 * expected + 0.02:
-                raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {'an' if name[0] in 'aeiou' else 'a'} {name} on {n} GPUs "
+                raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {with_article(name)} on {n} GPUs "
                                          f"has {expected:.3f}: mixed collectives or GPU counts in "
                                          f"one log? (or pass the right --collective)")
     # nccl-tests prints max(sendBytes, expectedBytes) and nbytes / wordSize: count x the type's
@@ -397,7 +397,7 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
             times = f" x {n} GPUs" if ranks_in_size > 1 else ""
             raise _err(path, r.line, f"size {r.size_bytes} B is not count {r.count} x {TYPE_BYTES[r.dtype]} B "
                                      f"({r.dtype}){times} = {r.count * TYPE_BYTES[r.dtype] * ranks_in_size} B, as "
-                                     f"nccl-tests prints {'an' if name[0] in 'aeiou' else 'a'} {name}: an edited "
+                                     f"nccl-tests prints {with_article(name)}: an edited "
                                      f"row, or mixed collectives or GPU counts in one log? (or pass the right "
                                      f"--collective)")
     # after the size rule: a size edited away from its count is named as such, not as a time

@@ -22,7 +22,7 @@ from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
 from simpy_astra.engine.nccl_names import NO_FORCED_ALGORITHM
 from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
-from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.errors import InvalidConfigurationError, with_article
 from simpy_astra.network.rails import Rails
 
 
@@ -130,7 +130,7 @@ def _why_not(algo: str, kind: str, shape: Shape) -> str:
     """Why NCCL has no ``algo`` for ``kind`` on ``shape`` (:func:`nccl_tuning.available`)."""
     what = kind.replace("_", "-")
     if algo == "tree":
-        return f"NCCL's tree runs all-reduces only, and this job issues {'an' if what[0] == 'a' else 'a'} {what}"
+        return f"NCCL's tree runs all-reduces only, and this job issues {with_article(what)}"
     if algo == "pat" and kind == ALL_REDUCE:
         return "NCCL's PAT runs reduce-scatters and all-gathers only, and this job issues an all-reduce"
     if algo == "pat":

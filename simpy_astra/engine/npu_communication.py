@@ -12,7 +12,7 @@ from __future__ import annotations
 from simpy_astra.engine.npu_contracts import CommunicatingPart
 from simpy_astra.engine.system_layer import dimension_active
 from simpy_astra.engine.tags import native_tag
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, with_article
 from simpy_astra.infra.units import replay_duration_ns
 from simpy_astra.workloads.chakra.types import (
     ALL_GATHER,
@@ -87,7 +87,7 @@ class NpuCommunication(CommunicatingPart):
         inv = plan.involved if plan.involved is not None else involved
         if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
             return
-        what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        what = with_article(kind)
         if plan.involved is not None:  # a communicator group's plan
             members = [m for dim in plan.dims for m in dim.members]
             raise InputError.in_file(self.source, f"node {node.id}: pg_name '{pg}' is communicator group {pg} "

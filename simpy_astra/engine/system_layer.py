@@ -30,7 +30,7 @@ from simpy_astra.collectives.logical import LogicalDim, dimension_ring, every_np
 from simpy_astra.engine.phase import ChunkCounter, Phase, Stream
 from simpy_astra.engine.phase_process import PhaseProcess
 from simpy_astra.engine.probes import Probed
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, with_article
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class SystemLayer(Probed):
             if not names:
                 key = kind.replace("_", "-") + "-implementation"
                 raise InputError(f"{self.config.source}: field '{key}' is missing, but the workload "
-                                 f"runs a {kind} collective; add e.g. \"{key}\": [\"ring\"]")
+                                 f"runs {with_article(kind)} collective; add e.g. \"{key}\": [\"ring\"]")
             choices: list[ImplementationChoice | str] = []
             dims: list[LogicalDim] = []
             for d, name in enumerate(names):
@@ -291,8 +291,7 @@ class SystemLayer(Probed):
         # planned once: every chunk runs the same phases (only their queues differ)
         steps = phase_steps(kind, chunk, plan, dims_inv, self.config.collective_optimization)
         if count and not steps:  # the Npu refuses it first, naming the node's pg_name or involved_dim
-            article = "an" if kind[0] in "aeiou" else "a"
-            raise InputError(f"{article} {kind} of {chunk}-byte chunks has no dimension to run on (every involved "
+            raise InputError(f"{with_article(kind)} of {chunk}-byte chunks has no dimension to run on (every involved "
                              f"dimension, or its communicator group, has one NPU); the reference never finishes it")
         for _ in range(count):
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), self._build_phases(steps, plan), priority,

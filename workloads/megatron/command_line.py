@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from simpy_astra.config.field_values import show_value
-from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii
+from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii, with_article
 from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
@@ -220,8 +220,7 @@ def _misdashed(word: str) -> str | None:
     lead = word.lstrip("".join(_DASHES) + "-")
     if word[:1] in _DASHES or word[1:2] in _DASHES:
         dash = _DASHES.get(word[0]) or _DASHES[word[1]]
-        article = "an" if dash[0] in "aeiou" else "a"
-        return f"{word!r} starts with {article} {dash}, not two ASCII hyphens; type --{lead}"
+        return f"{word!r} starts with {with_article(dash)}, not two ASCII hyphens; type --{lead}"
     if word.startswith("-") and not word.startswith("--") and lead[:1].isalpha() and len(lead) > 1:
         return f"{word!r} has one dash; Megatron-LM's flags take two: --{lead}"
     return None
