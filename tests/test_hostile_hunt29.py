@@ -145,3 +145,26 @@ def test_a_log_named_without_its_folder_is_not_shown_at_the_root(tmp_path, capsy
                  "--holdout", "cal/calibration.json", "--out", "v"]) == 0
     roles = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("HELD OUT", "fitted"))]
     assert [line.split(":")[0] for line in roles] == ["HELD OUT all_reduce.log", "fitted   all_reduce.log"], roles
+
+
+def test_a_missing_algorithm_list_is_worded_with_its_article(tmp_path, capsys):
+    # before: "field 'all-reduce-implementation' is missing, but the workload runs a all_reduce
+    # collective"
+    from tests.scenario_files import DEFAULT, default_with, write_yaml
+
+    system = {key: value for key, value in DEFAULT["system"].items() if key != "all-reduce-implementation"}
+    path = write_yaml(tmp_path, default_with(system=system))
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "the workload runs an all_reduce collective; add e.g." in line, line
+
+
+@pytest.mark.parametrize(("written", "meant"), [("dp <= 8", "'data_parallel_size' for 'dp'"),
+                                                ("tp * pp <= 4", "'pipeline_model_parallel_size' for 'pp'")])
+def test_a_megatron_short_name_no_axis_is_called_is_told_its_long_name(tmp_path, capsys, written, meant):
+    # before: "uses unknown name(s) ['dp']; known: ..." (or "did you mean 'cp'") and no fix:
+    # the short names are the axes' names, and a base's own flags go by their long ones
+    from tests.scenario_files import megatron_sweep
+
+    path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2]}, constraints=[written])
+    (line,) = error_lines(capsys, ["sweep", path, "--list"])
+    assert f"uses unknown name(s) {sorted({'dp', 'pp'} & set(written.split()))}; did you mean {meant}?" in line, line

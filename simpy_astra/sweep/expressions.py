@@ -361,6 +361,17 @@ def refuse_a_number_as_a_test(expr: Expression, where: str, figures: set[str]) -
                          f"write a comparison, such as '{expr.text} > 0' or '{expr.text} <= 100'")
 
 
+def _long_name(name: str, known: set[str], flags: frozenset[str]) -> str | None:
+    """The name a Megatron base knows ``pp`` or ``dp`` by, where no axis is called so (the
+    nearest spelling of 'dp' was 'cp', another parallelism)."""
+    if not flags:
+        return None
+    from simpy_astra.sweep.megatron_args import abbreviated  # deferred: Megatron's parser
+
+    full = abbreviated().get(name)
+    return full if full in known else None
+
+
 def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64",
                      flags: frozenset[str] = frozenset(), words: dict[str, str] | None = None,
                      bundled: dict[str, tuple[str, str]] | None = None) -> Expression:
@@ -396,7 +407,8 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
         _refuse_bundled_fields(tree, text, where, bundled or {})
         paths = _dotted_paths(tree, known)
         near = [f"'{paths[name][1]}' for '{paths[name][0]}'" if name in paths else f"'{close}' for '{name}'"
-                for name in sorted(unknown) if name in paths or (close := nearest_key(name, known))]
+                for name in sorted(unknown) if name in paths or (close := _long_name(name, known, flags)
+                                                                 or nearest_key(name, known))]
         guess = f"; did you mean {', '.join(near)}?" if near else ""
         if paths:  # an axis written as under axes: (network.bandwidth): its last part names it
             guess += " (an axis is called by its path's last part, or its as: name)"

@@ -158,6 +158,12 @@ def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
 DATA_PARALLEL = "data_parallel_size"
 
 
+def abbreviated() -> dict[str, str]:
+    """The short name Megatron users write (``pp``, ``dp``) -> the name an expression knows the
+    value by where no axis is called so (``pipeline_model_parallel_size``, ``data_parallel_size``)."""
+    return {short: flag.replace("-", "_") for flag, short in command_line.SHORT_NAMES.items()} | {"dp": DATA_PARALLEL}
+
+
 def names() -> set[str]:
     """The names modelled flags have in expressions (``tensor_model_parallel_size``, ...),
     and ``data_parallel_size``."""
