@@ -224,13 +224,13 @@ _DIGIT_GROUPS = re.compile(r"[+-]?\d+(?:_\d+)+(?:\.\d+)?")
 _QUOTED_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
-def digit_groups_fix(value: object) -> str:
-    """The fix for a number YAML read as text: one in quotes (``'16'``), or written with ``_``
-    between its digits (``1_000``, as Python and YAML 1.1 write it), which YAML 1.2 (ASTRA-sim's
-    yaml-cpp and this reader) reads as text; the field then refused it with no number to
-    write ('' for anything else)."""
+def digit_groups_fix(value: object, reader: str = "YAML") -> str:
+    """The fix for a number YAML (or JSON, ``reader``) read as text: one in quotes (``'16'``),
+    or written with ``_`` between its digits (``1_000``, as Python and YAML 1.1 write it), which
+    YAML 1.2 (ASTRA-sim's yaml-cpp and this reader) reads as text; the field then refused it
+    with no number to write ('' for anything else)."""
     if isinstance(value, str) and _QUOTED_NUMBER.fullmatch(value.strip()):  # gpus: '16' (a number in quotes)
-        return f"; write {value.strip()} without quotes (in quotes, YAML reads it as text)"
+        return f"; write {value.strip()} without quotes (in quotes, {reader} reads it as text)"
     if not isinstance(value, str) or not _DIGIT_GROUPS.fullmatch(value):
         return ""
     return f"; write {value.replace('_', '')} (YAML 1.2 reads a number with '_' in it as text)"

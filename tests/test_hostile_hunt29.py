@@ -168,3 +168,19 @@ def test_a_megatron_short_name_no_axis_is_called_is_told_its_long_name(tmp_path,
     path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2]}, constraints=[written])
     (line,) = error_lines(capsys, ["sweep", path, "--list"])
     assert f"uses unknown name(s) {sorted({'dp', 'pp'} & set(written.split()))}; did you mean {meant}?" in line, line
+
+
+def test_a_system_number_in_quotes_is_told_to_lose_them(tmp_path, capsys):
+    # before: "field 'preferred-dataset-splits' must be an integer >= 1 (got "4")", no fix named,
+    # where a cluster's '16' is told to lose its quotes (a sweep's system axis of '4' failed so)
+    import json
+
+    from tests.scenario_files import DEFAULT, default_with, write_yaml
+
+    path = write_yaml(tmp_path, default_with(system={**DEFAULT["system"], "preferred-dataset-splits": "4"}))
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "(got \"4\"); write 4 without quotes (in quotes, YAML reads it as text)" in line, line
+    (tmp_path / "sys.json").write_text(json.dumps({**DEFAULT["system"], "endpoint-delay": "10"}))
+    path = write_yaml(tmp_path, default_with(system=str(tmp_path / "sys.json")))
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert line.endswith("(got \"10\"); write 10 without quotes (in quotes, JSON reads it as text)"), line

@@ -10,7 +10,7 @@ import math
 import struct
 from typing import Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, digit_groups_fix
 
 INT32_MAX = 2**31 - 1
 
@@ -27,6 +27,12 @@ def show_value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _text_fix(src: str, value: Any) -> str:
+    """The number to write for one given as text (``"10"`` in quotes, ``1_000``), as the file
+    that gave it reads it: a system JSON, or an inline block of a YAML scenario or sweep."""
+    return digit_groups_fix(value, "JSON" if src.endswith(".json") else "YAML")
+
+
 # nlohmann::json converts numbers the C++ way: a float assigned to an integer is truncated
 # toward zero and a boolean counts as 0/1. Anything else (string, null, list) throws there.
 def json_int(
@@ -39,7 +45,8 @@ def json_int(
     elif isinstance(value, float) and math.isfinite(value):
         number = int(value)  # truncation toward zero, like static_cast
     else:
-        raise InputError.at(src, key, f"must be an integer >= {minimum} (got {show_value(value)}){hint}")
+        raise InputError.at(src, key, f"must be an integer >= {minimum} (got {show_value(value)})"
+                                      f"{_text_fix(src, value)}{hint}")
     if number < minimum:
         raise InputError.at(src, key, f"must be an integer >= {minimum} (got {show_value(value)}){hint}")
     if number > maximum:
@@ -53,7 +60,7 @@ def json_float(src: str, key: str, value: Any, *, minimum: float = 0.0) -> float
     elif isinstance(value, int | float):
         number = float(value)
     else:
-        raise InputError.at(src, key, f"must be a number >= {minimum:g} (got {show_value(value)})")
+        raise InputError.at(src, key, f"must be a number >= {minimum:g} (got {show_value(value)}){_text_fix(src, value)}")
     if not math.isfinite(number) or number < minimum:
         raise InputError.at(src, key, f"must be a finite number >= {minimum:g} (got {show_value(value)})")
     return number
