@@ -184,3 +184,13 @@ def test_a_system_number_in_quotes_is_told_to_lose_them(tmp_path, capsys):
     path = write_yaml(tmp_path, default_with(system=str(tmp_path / "sys.json")))
     (line,) = error_lines(capsys, ["run", path, "--quiet"])
     assert line.endswith("(got \"10\"); write 10 without quotes (in quotes, JSON reads it as text)"), line
+
+
+def test_a_preset_name_near_none_is_told_to_give_a_preset_file(tmp_path, capsys):
+    # before: "'dgx-h200' is not a preset (dgx-a100-40gb, dgx-a100-80gb, dgx-h100) nor a YAML
+    # file", no fix named for a machine none of the presets is
+    path = megatron_scenario(tmp_path, preset="dgx-h200")
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: cluster.preset: 'dgx-h200' is not a preset (dgx-a100-40gb, dgx-a100-80gb, dgx-h100) nor a "
+        f"YAML file; for another machine, give its own preset file (preset: ./my-cluster.yaml, a shipped preset's "
+        f"fields with its figures)"]
