@@ -38,8 +38,9 @@ def preset_path(name: Any, where: str, base_dir: str) -> str:
             _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
             # a machine none of the presets is (dgx-h200): its own preset file is the fix
-            hint = _nearest_presets(name) or ("; for another machine, give its own preset file (preset: "
-                                              "./my-cluster.yaml, a shipped preset's fields with its figures)")
+            hint = _nearest_presets(name) or ("" if non_ascii(name) else "; for another machine, give its own preset "
+                                              "file (preset: ./my-cluster.yaml, a shipped preset's fields with its "
+                                              "figures)")
             raise InputError(f"{where}.preset: {name!r}{non_ascii(name)} is not a preset ({', '.join(presets())}) "
                              f"nor a YAML file{hint}")
     return path
