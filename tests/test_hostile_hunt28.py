@@ -177,7 +177,11 @@ def test_a_short_algorithm_list_is_warned_of_for_a_group_of_every_npu(tmp_path, 
     ("deepspeed --num_nodes 4 --num_gpus 8 pretrain_gpt.py", "32 GPUs (--num_nodes 4 x --num_gpus 8)"),
     # of launchers nested, the last starts the workers
     ("srun -N 2 --ntasks-per-node 1 torchrun --nnodes 2 --nproc_per_node 4 pretrain_gpt.py",
-     "8 GPUs (--nnodes 2 x --nproc_per_node 4)")])
+     "8 GPUs (--nnodes 2 x --nproc_per_node 4)"),
+    # (hunt 29) a short flag with its count joined on, as getopt reads it, was dropped unread
+    ("srun -N4 --ntasks-per-node=8 python pretrain_gpt.py", "32 GPUs (-N 4 x --ntasks-per-node 8)"),
+    ("srun -n32 python pretrain_gpt.py", "32 GPUs (-n 32)"),
+    ("mpiexec -n32 python pretrain_gpt.py", "32 GPUs (-n 32)")])
 def test_a_pasted_launcher_starting_another_gpu_count_is_refused(tmp_path, capsys, launcher, started):
     # before: the launcher's words were dropped unread, so a job launched on 32 GPUs (or 8) ran
     # on cluster.gpus' 16 in silence

@@ -20,7 +20,8 @@ def test_a_launchers_gpus_a_node_are_read_with_or_without_its_whole_count(tmp_pa
 
 
 @pytest.mark.parametrize("launcher", ["mpirun -np 16 python pretrain_gpt.py", "srun -N 2 python pretrain_gpt.py",
-                                      "deepspeed --num_gpus 8 pretrain_gpt.py"])
+                                      "deepspeed --num_gpus 8 pretrain_gpt.py",
+                                      "srun -N2 -n16 python pretrain_gpt.py"])  # (hunt 29) joined counts
 def test_a_launcher_agreeing_with_the_job_runs(tmp_path, launcher):
     assert main(["run", megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16),
                  "--quiet"]) == 0
