@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra.registry_names import same_definition
 from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import (
     PluginError,
@@ -213,7 +214,7 @@ def register(spec: BackendSpec) -> BackendSpec:
         raise ValueError(f"network backend '{spec.name}': folds='links' needs its folded network (folded=...); "
                          f"or leave folds None")
     taken = BACKENDS.get(spec.name)
-    if taken is not None and origin(taken.build) != origin(spec.build):
+    if taken is not None and not same_definition(taken.build, spec.build):
         raise ValueError(f"network backend name '{spec.name}' is already taken by {origin(taken.build)}; "
                          f"register {origin(spec.build)} under another name")
     if taken is None or taken.build is not spec.build:

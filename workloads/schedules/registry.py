@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from simpy_astra.config.unknown_keys import nearest_key
+from simpy_astra.infra.registry_names import same_definition
 from simpy_astra.plugins import (
     PluginError,
     import_object,
@@ -56,7 +57,7 @@ def register(name: str, schedule: Schedule) -> Schedule:
         raise TypeError(f"pipeline schedule {name!r}: overlap_p2p_comm must be True or False "
                         f"(got {schedule.overlap_p2p_comm!r})")
     taken = SCHEDULES.get(name)  # the same module:function imported again may register again
-    if taken is not None and origin(inspect.unwrap(taken)) != origin(inspect.unwrap(schedule)):
+    if taken is not None and not same_definition(inspect.unwrap(taken), inspect.unwrap(schedule)):
         raise ValueError(f"pipeline schedule {name!r} is already registered (by "
                          f"{origin(inspect.unwrap(taken))}); register {origin(schedule)} under another name")
     SCHEDULES[name] = schedule if schedule in _OURS else _checked(name, inspect.unwrap(schedule))

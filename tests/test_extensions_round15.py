@@ -1,0 +1,213 @@
+"""Round fifteen of extensions written from the docs (the earlier rounds:
+``test_extensions_round14.py`` and before): a researcher's variants of what the docs leave
+open (an algorithm as a dataclass with state of its own or written with ``async def``, a plugin
+module imported by a script and loaded by its scenario, a backend's spec handed to
+``Simulation`` from Python, a generator written with ``yield``, a topology with asymmetric
+links, a link model with per-link parameters, a generator's groups run by an algorithm of
+one's own), each against a closed form derived here or the one line the docs promise. Their
+module: ``tests/data/round15/r15.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.researcher_folder import module_fixture
+from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d, ring_all_reduce
+from tests.test_extensions_round6 import _cli, _quiet_ns, _system, _write
+from tests.test_extensions_round7 import _bench, _net
+from tests.test_extensions_round9 import _one_line
+
+HERE = Path(__file__).resolve().parent
+R15 = HERE / "data" / "round15" / "r15.py"
+#: docs/backends.md's LogGP overhead, at each end of every message
+O_NS = 300
+
+#: a folder of the researcher's own holding r15.py, the working directory
+r15 = module_fixture(R15)
+
+
+def pipelined_ring(n: int, size: int, pieces: int, hop=d) -> int:
+    """r15.PipelinedRing: 2(n-1) steps, each ``pieces`` messages of S/n/pieces one after the
+    other (a hop each) and then E; no reduction asked."""
+    return 2 * (n - 1) * (pieces * hop(size // n // pieces) + E)
+
+
+# -- a plugin module a script imports by its package path, and its scenario loads again --------------
+
+def test_a_plugin_a_script_imports_by_its_package_path_is_the_one_its_scenario_loads(tmp_path: Path) -> None:
+    """docs/backends.md and collectives/README.md: a plugin module registers its names when
+    loaded (``plugins: [loggp]``, found beside the scenario). A script in the checkout that
+    also imports it by its package path (``import examples.r15``, to read its ``O_NS``) runs the
+    same file a second time, as another module: the run stopped with ``network backend name
+    'loggp15' is already taken by examples.r15:<lambda>; register r15:<lambda> under another
+    name``, the same definition refused as another's. Now the same file and name register
+    again, and the run gives the pipelined ring with 2 x O_NS on every message."""
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    (examples / "r15.py").write_text(R15.read_text())
+    size, n = 8192, 4
+    _write(examples, "loggp_pipe.yaml", _bench("all_reduce", size, n), _net("Ring", n), "loggp15",
+           system=_system("pipe2_r15"), extra="plugins: [r15]\n")
+    script = ("import examples.r15 as mine\n"
+              "from simpy_astra.simulation import Simulation\n"
+              "reports = Simulation.from_scenario('examples/loggp_pipe.yaml').run()\n"
+              "print(mine.O_NS, max(r.finished_ns for r in reports))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert done.stdout.split() == [str(O_NS), str(pipelined_ring(n, size, 2, lambda s: d(s) + 2 * O_NS))]
+    assert pipelined_ring(n, size, 2, lambda s: d(s) + 2 * O_NS) == 6 * (2 * (500 + 1024 + 600) + 10) == 25_548
+
+
+def test_another_file_under_a_taken_name_is_still_refused(r15: Path) -> None:
+    """Only the same file counts as the same definition: a copy elsewhere that registers
+    ``loggp15`` again is another module's, refused naming both."""
+    import r15 as first  # noqa: F401 - registers loggp15
+
+    other = r15 / "lab"
+    other.mkdir()
+    (other / "r15.py").write_text(R15.read_text())
+    sys.path.insert(0, str(other))
+    try:
+        from simpy_astra.network.backends import BackendSpec, register
+        spec = BackendSpec("loggp15", "copy", lambda env, dims, source, config=None: None, folds=None, folded=None)
+        with pytest.raises(ValueError, match="'loggp15' is already taken by r15:<lambda>"):
+            register(spec)
+    finally:
+        sys.path.remove(str(other))
+
+
+# -- a collective algorithm as a dataclass, and one written with async def ---------------------------
+
+def test_an_algorithm_that_is_a_dataclass_with_state_of_its_own(r15: Path) -> None:
+    """collectives/README.md: an object whose class's ``__call__`` is a generator function is an
+    algorithm. A dataclass holding its piece count, and a list of the NPUs its phases ran on,
+    named by its instance: one phase per NPU, the closed form of its pieces."""
+    from simpy_astra.simulation import Simulation
+
+    size, n = 8192, 4
+    path = _write(r15, "pipe.yaml", _bench("all_reduce", size, n), _net("Ring", n), "congestion_unaware",
+                  system=_system("'r15:PIPE2'"))
+    sim = Simulation.from_scenario(str(path))
+    assert max(r.finished_ns for r in sim.run()) == pipelined_ring(n, size, 2) == 6 * (2 * (500 + 1024) + 10)
+    import r15 as mine
+    assert sorted(mine.PIPE2.ran_on) == list(range(n))
+
+
+@pytest.mark.parametrize("attribute, kind", [("ASYNC_RING", "an async function"),
+                                             ("async_ring", "an async function"),
+                                             ("ASYNC_GEN_RING", "an async generator function")])
+def test_an_algorithm_written_with_async_def_is_one_line_where_it_is_named(r15: Path, attribute, kind) -> None:
+    """collectives/README.md: an algorithm is a generator function written as a SimPy process.
+    One written as asyncio code (``async def``, ``await``) and wrapped in a
+    ``CollectiveAlgorithm`` passed the scenario's checks and stopped the run when its first
+    phase started, in a line naming neither the scenario nor its field, under Python's
+    ``RuntimeWarning: coroutine 'async_ring' was never awaited``. Now it is refused where it is
+    named, before the run, in one line naming the file, the field and the fix."""
+    path = _write(r15, "async.yaml", _bench("all_reduce", 8192, 4), _net("Ring", 4), "congestion_unaware",
+                  system=_system(f"'r15:{attribute}'"))
+    done = _cli(r15, "run", str(path), "--quiet", status=2)
+    line = _one_line(done)
+    assert line.startswith("error: ") and "async.yaml" in line and "'all-reduce-implementation[0]'" in line
+    assert kind in line and "yield ctx.recv(...), not await" in line
+    assert "RuntimeWarning" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+# -- a backend's spec handed to Simulation from Python -----------------------------------------------
+
+def test_a_registered_backend_spec_handed_to_simulation_runs_as_its_name(r15: Path) -> None:
+    """docs/backends.md names a backend by its name or as ``module:SPEC``; a script that holds
+    the spec ``register()`` returned hands it on as it is, as it hands ``link_model=`` a class.
+    That stopped with ``must be one of ... (got BackendSpec(name='loggp15', ..., build=<function
+    <lambda> at 0x7f...>, ...)``: 500 characters with memory addresses, another line each run.
+    Now the registered spec runs as its name: the native ring, 2 x O_NS more per message."""
+    import r15 as mine
+
+    from simpy_astra.simulation import Simulation
+
+    size, n = 8192, 4
+    path = _write(r15, "ring.yaml", _bench("all_reduce", size, n), _net("Ring", n), "congestion_unaware")
+    reports = Simulation.from_scenario(str(path), backend=mine.LOGGP15).run()
+    assert max(r.finished_ns for r in reports) == ring_all_reduce(n, size, lambda s: d(s) + 2 * O_NS)
+
+
+def test_a_backend_spec_never_registered_is_one_line_without_addresses(r15: Path) -> None:
+    """A spec built but never registered is refused in one line saying what to pass, with no
+    repr of its functions (whose addresses made the line differ from run to run)."""
+    import r15 as mine
+
+    from simpy_astra.errors import InputError
+    from simpy_astra.network.backends import BackendSpec
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r15, "ring.yaml", _bench("all_reduce", 8192, 4), _net("Ring", 4), "congestion_unaware")
+    spec = BackendSpec("unregistered15", "never registered", mine.LOGGP15.build, folds=None, folded=None)
+    with pytest.raises(InputError) as raised:
+        Simulation.from_scenario(str(path), backend=spec)
+    message = str(raised.value)
+    assert message.startswith("Simulation.from_scenario(backend=...): BackendSpec 'unregistered15' is not registered")
+    assert "register() returned, or its name" in message and " at 0x" not in message and "\n" not in message
+
+
+# -- a workload generator written with yield ----------------------------------------------------------
+
+def test_a_generator_that_yields_its_path_is_one_line_where_it_is_named(r15: Path) -> None:
+    """docs/generators.md: a generator is a function ``fn(params, prefix)`` that writes the ET
+    files and returns None or the comm-group JSON's path. One that ``yield``s the path (a
+    generator function: calling it writes nothing) was refused after the call with
+    ``returned <generator object halves_yielded at 0x7f...>``, another line each run; now it is
+    refused when named, saying what a generator is."""
+    path = _write(r15, "gen.yaml", "{generate: 'r15:halves_yielded', num_npus: 8, size: 8192, compute_us: 1}",
+                  _net("Switch", 8), "congestion_unaware")
+    first, again = (_one_line(_cli(r15, "run", path.name, "--quiet", status=2)) for _ in range(2))
+    assert first == again and " at 0x" not in first
+    assert first.startswith("error: gen.yaml: workload.generate: generator 'r15:halves_yielded' is a generator")
+    assert "a plain function fn(params, prefix) that writes the ET files" in first
+
+
+def test_a_generators_groups_run_by_ones_own_dataclass_algorithm(r15: Path) -> None:
+    """docs/generators.md's groups (a comm-group JSON the generator writes) and
+    docs/collectives.md's ``all-reduce-group-implementation`` naming a dataclass instance by
+    ``module:attribute``: each half of 8 NPUs on a switch runs the pipelined ring on its 4,
+    every message over two links charged as one path, trunc(2L + S/4/2), after 1 us of compute."""
+    size = 8192
+    system = _system().replace("all-gather-implementation", "all-reduce-group-implementation: 'r15:PIPE2', "
+                                                            "all-gather-implementation")
+    path = _write(r15, "halves.yaml", f"{{generate: 'r15:halves', num_npus: 8, size: {size}, compute_us: 1}}",
+                  _net("Switch", 8), "congestion_unaware", system=system)
+    two_links = lambda s: int(2 * L + s / (ONE_BYTE_PER_NS * 2**30 / 1e9))  # noqa: E731
+    assert _quiet_ns(_cli(r15, "run", str(path), "--quiet")) == 1000 + pipelined_ring(4, size, 2, two_links)
+
+
+# -- a topology with asymmetric links, a link model with per-link parameters --------------------------
+
+@pytest.mark.parametrize("src, dst", [(0, 2), (2, 0)])
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_a_ring_whose_two_directions_run_at_different_speeds(r15: Path, backend, src, dst) -> None:
+    """docs/collectives.md's ``link_params(src, dst)``, different for (0, 1) and (1, 0): two
+    hops clockwise at B, or anticlockwise at B/4. Analytical: trunc(2L + S / slowest); store and
+    forward: each hop trunc(L + S / B_i)."""
+    size = 4096
+    bandwidth = ONE_BYTE_PER_NS if dst > src else ONE_BYTE_PER_NS / 4
+    workload = f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 8, src: {src}, dst: {dst}}}"
+    path = _write(r15, "oneway.yaml", workload, _net("'r15:OneWayFast'", 8), backend)
+    expected = d(size, bandwidth, 2 * L) if backend == "congestion_unaware" else 2 * d(size, bandwidth)
+    assert _quiet_ns(_cli(r15, "run", str(path), "--quiet")) == expected
+    assert expected in {2 * L + 4096 - 1, 2 * L + 4096, 2 * L + 4 * 4096 - 1, 2 * L + 4 * 4096,
+                        2 * (L + 4096 - 1), 2 * (L + 4096), 2 * (L + 4 * 4096 - 1), 2 * (L + 4 * 4096)}
+
+
+def test_a_link_model_whose_links_each_take_their_own_gap(r15: Path) -> None:
+    """simpy_astra/network/README.md: every key of the link-model mapping but ``class`` is a
+    keyword argument of each link. A mapping of gaps by link: NPU 0 -> switch (8) waits 100 ns
+    and switch -> NPU 1 waits 40 before the item starts; store and forward, 2 trunc(L + S/B)
+    + 140."""
+    size = 4096
+    workload = f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 8, src: 0, dst: 1}}"
+    net = _net("Switch", 8, ", link-model: {class: 'r15:PerLinkGap', gaps: {'0-8': 100, '8-1': 40}}")
+    path = _write(r15, "gaps.yaml", workload, net, "congestion_aware")
+    assert _quiet_ns(_cli(r15, "run", str(path), "--quiet")) == 2 * d(size) + 100 + 40 == 9_332
