@@ -127,3 +127,14 @@ class PerLinkGap(LinkElement):
 
     def hold_ns(self, item):
         return self.gap_ns
+
+
+class OptionalGap(LinkElement):
+    """docs' PacedLink with its parameter optional, ``int | None`` (None: no gap)."""
+
+    def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival, gap_ns: int | None = None):
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, on_arrival)
+        self.gap_ns = gap_ns
+
+    def hold_ns(self, item):
+        return self.gap_ns or 0
