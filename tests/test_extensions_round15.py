@@ -10,6 +10,7 @@ module: ``tests/data/round15/r15.py``.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,89 @@ def test_a_link_model_whose_links_each_take_their_own_gap(r15: Path) -> None:
     net = _net("Switch", 8, ", link-model: {class: 'r15:PerLinkGap', gaps: {'0-8': 100, '8-1': 40}}")
     path = _write(r15, "gaps.yaml", workload, net, "congestion_aware")
     assert _quiet_ns(_cli(r15, "run", str(path), "--quiet")) == 2 * d(size) + 100 + 40 == 9_332
+
+
+@pytest.mark.parametrize("model, value, words", [
+    ("PerLinkGap", "5", "parameter 'gaps' must be a mapping or null (got 5)"),
+    ("PerLinkGap", "[100, 40]", "parameter 'gaps' must be a mapping or null (got [100, 40])"),
+    ("OptionalGap", "fast", "parameter 'gap_ns' must be an integer or null (got 'fast')"),
+    ("OptionalGap", "12.5", "parameter 'gap_ns' must be an integer or null (got 12.5)"),
+])
+def test_a_link_models_optional_or_mapping_parameter_is_checked_as_the_yaml_gives_it(r15: Path, model, value,
+                                                                                   words) -> None:
+    """simpy_astra/network/README.md: a value that does not fit the parameter's annotation is
+    refused in one line naming the network YAML and the key. Only ``int``, ``float``, ``str``
+    and ``bool`` were checked: ``gaps: dict | None`` given 5 ran the model's ``__init__``, whose
+    ``.get`` failed and was blamed on the model's code (``method __init__() raised
+    AttributeError ... this is an error in that code``), and ``gap_ns: int | None`` given
+    ``fast`` reached the run, ``hold_ns() returned 'fast'``. Both are now the YAML's line."""
+    key = "gaps" if model == "PerLinkGap" else "gap_ns"
+    workload = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 8, src: 0, dst: 1}"
+    path = _write(r15, "bad.yaml", workload, _net("Switch", 8, f", link-model: {{class: 'r15:{model}', {key}: {value}}}"),
+                  "congestion_aware")
+    line = _one_line(_cli(r15, "run", path.name, "--quiet", status=2))
+    assert line.startswith("error: bad.yaml: network: field 'link-model'") and line.endswith(words), line
+
+
+@pytest.mark.parametrize("value, expected_gap", [("null", 0), ("30", 30)])
+def test_a_link_models_optional_parameter_takes_null_or_its_type(r15: Path, value, expected_gap) -> None:
+    """The same optional parameter given null (no gap) or a whole number: each hop's hold."""
+    workload = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 8, src: 0, dst: 1}"
+    path = _write(r15, "ok.yaml", workload, _net("Switch", 8, f", link-model: {{class: 'r15:OptionalGap', gap_ns: {value}}}"),
+                  "congestion_aware")
+    assert _quiet_ns(_cli(r15, "run", path.name, "--quiet")) == 2 * (d(4096) + expected_gap)
+
+
+# -- what the packet backend adds to a closed form -----------------------------------------------------
+
+def test_the_packet_backends_rounding_is_what_the_backends_page_says(tmp_path: Path) -> None:
+    """docs/backends.md said the packet backend's ``ceil`` gains a closed form "up to 1 ns a
+    message"; it rounds up twice (the last byte's departure, then its arrival), measured here
+    on a line: up to 2 ns, never less than the closed form rounded up. The page now says so,
+    with the one-link example it quotes."""
+    from simpy_astra.simulation import Simulation
+
+    page = (HERE.parent / "docs" / "backends.md").read_text()
+    assert "up to 2 ns a message" in " ".join(page.split()) and "delivered at 19,866" in " ".join(page.split())
+    speed = 50 * 2**30 / 1e9  # bytes per ns
+    cases = [(1048576, 333.3, 1), (65536, 500.0, 2), (100000, 333.3, 4), (1048576, 500.0, 8)]
+    for size, latency, hops in cases:
+        path = _write(tmp_path, "line.yaml", f"{{generate: microbench, collective: send_recv, size: {size}, "
+                      f"num_npus: 9, src: 0, dst: {hops}}}", f"{{topology: [Line], npus_count: [9], bandwidth: [50.0], "
+                      f"latency: [{latency}]}}", "packet")
+        finish = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
+        exact = hops * latency + size / speed + (hops - 1) * 4096 / speed
+        assert math.ceil(exact) <= finish < exact + 2, (size, latency, hops, finish, exact)
+        if (size, latency, hops) == (1048576, 333.3, 1):
+            assert finish == 19_866 and round(exact, 2) == 19_864.55
+
+
+# -- an observer written with async def ------------------------------------------------------------------
+
+def _cosim_ring(folder: Path) -> Path:
+    """docs/cosimulation.md's ring shape: 4 NPUs, 1 MiB all-reduce, congestion-aware."""
+    return _write(folder, "cosim_ring.yaml", _bench("all_reduce", 1048576, 4), _net("Ring", 4), "congestion_aware")
+
+
+@pytest.mark.parametrize("where", ["sim.on", "link.watch"])
+def test_an_observer_written_with_async_def_is_refused_not_dropped(tmp_path: Path, where) -> None:
+    """docs/cosimulation.md: ``sim.on(kind, callback)`` calls ``callback(observation)``, and a
+    link's ``watch(point, fn)`` calls ``fn(link, key, size_bytes)``; a generator function is
+    refused there, since calling it runs none of its lines. An ``async def`` callback is the
+    same: called, it made a coroutine nobody awaited, so every observation was dropped in
+    silence (0 of them seen, and Python's ``RuntimeWarning: coroutine ... was never awaited``).
+    It is now refused where it is handed in, saying what to give."""
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation.from_scenario(str(_cosim_ring(tmp_path)))
+    seen = []
+
+    async def on_end(*observation):
+        seen.append(observation)
+
+    with pytest.raises(TypeError, match="on_end is an async function: called, it returns a coroutine"):
+        if where == "sim.on":
+            sim.on("collective_end", on_end)
+        else:
+            sim.network.link(0, 1).watch("link_start", on_end)
+    assert max(r.finished_ns for r in sim.run()) == ring_all_reduce(4, 1048576)  # the run, untouched
