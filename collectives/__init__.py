@@ -29,6 +29,7 @@ from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
     a_kind,
+    asyncio_kind,
     claim,
     entry_point_names,
     from_entry_point,
@@ -101,26 +102,13 @@ def _with_own_code(run):  # noqa: ANN001, ANN202 - any algorithm's run
     return method
 
 
-def _asyncio_kind(fn: object) -> str | None:
-    """'an async function' (or 'an async generator function') where ``fn(ctx)`` would make
-    asyncio's object, not a SimPy process: the run could only find out when a phase starts."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    for f in (fn, _call_of(fn)):
-        if inspect.iscoroutinefunction(f):
-            return "an async function"
-        if inspect.isasyncgenfunction(f):
-            return "an async generator function"
-    return None
-
-
 def register(name: str, algorithm) -> CollectiveAlgorithm:
     """Make ``name`` select ``algorithm`` (a CollectiveAlgorithm, or a generator function
     ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one.
     A name already given to another algorithm (``ring``, another module's) is a ValueError."""
     run = algorithm.run if isinstance(algorithm, CollectiveAlgorithm) else algorithm
-    if _asyncio_kind(run):
-        raise TypeError(f"collective '{name}' runs {_asyncio_kind(run)} (async def), not a SimPy process: write it "
+    if asyncio_kind(run):
+        raise TypeError(f"collective '{name}' runs {asyncio_kind(run)} (async def), not a SimPy process: write it "
                         f"as a generator function that yields the events it waits for (yield ctx.recv(...), not "
                         f"await; collectives/README.md)")
     if not isinstance(algorithm, CollectiveAlgorithm):

@@ -12,6 +12,7 @@ Three ways in, all resolved before time starts:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import operator
@@ -48,8 +49,8 @@ class PluginError(ValueError):
 #: how a user's error line says where its traceback is (a sweep point's names another way)
 DEBUG_HINT = "--debug shows its traceback"
 #: what an unknown short name (a backend, topology or algorithm) may be missing
-NOT_LOADED_HINT = ("one your plugin module registers needs that module loaded first: plugins: [MODULE] "
-                   "or --plugin MODULE")
+NOT_LOADED_HINT = ("one your plugin module registers needs that module loaded first: plugins: [MODULE], "
+                   "--plugin MODULE, or from Python import MODULE")
 
 
 def user_code_problem(what: str, exc: BaseException) -> str:
@@ -74,6 +75,22 @@ def user_code_problem(what: str, exc: BaseException) -> str:
                 f"(or return), not end the run")
     return (f"{what} raised {type(exc).__name__}: {message} (at {at}); this is an error in that "
             f"code, not in simpy-astra: {DEBUG_HINT}")
+
+
+def asyncio_kind(fn: Any) -> str | None:
+    """'an async function' (or 'an async generator function') where calling ``fn`` (a function,
+    a partial of one, or an object whose class's ``__call__`` is one) makes asyncio's object
+    rather than running: nothing in a SimPy run awaits it, so none of its lines would run (a
+    collective, a callback, a model's or a backend's method), else None."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    call = None if inspect.isroutine(fn) or inspect.isclass(fn) else inspect.getattr_static(type(fn), "__call__", None)
+    for f in (fn, call):
+        if inspect.iscoroutinefunction(f):
+            return "an async function"
+        if inspect.isasyncgenfunction(f):
+            return "an async generator function"
+    return None
 
 
 def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:

@@ -37,7 +37,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from simpy_astra.plugins import is_ours, shown, unfit_call
+from simpy_astra.plugins import asyncio_kind, is_ours, shown, unfit_call
 
 #: what each probe point passes its watchers (the list above)
 ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
@@ -57,12 +57,11 @@ def check_watcher(fn: Any, called: str, args: tuple[str, ...], where: str) -> No
     silence)."""
     if not callable(fn):
         raise TypeError(f"{where}: {called} must be callable, taking ({', '.join(args)}) (got {shown(fn)})")
-    made = ("a generator function", "generator") if inspect.isgeneratorfunction(fn) else \
-        ("an async function", "coroutine") if inspect.iscoroutinefunction(fn) else \
-        ("an async generator function", "async generator") if inspect.isasyncgenfunction(fn) else None
+    made = "a generator function" if inspect.isgeneratorfunction(fn) else asyncio_kind(fn)
     if made:
-        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is {made[0]}: called, it returns a "
-                        f"{made[1]} and runs none of its lines; give a plain function, or read sim.stream(kind) "
+        returned = {"a generator function": "a generator", "an async function": "a coroutine"}.get(made, "an async generator")
+        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is {made}: called, it returns {returned} "
+                        f"and runs none of its lines; give a plain function, or read sim.stream(kind) "
                         f"from a process of yours (yield store.get())")
     unfit = unfit_call(fn, *args)
     if unfit:

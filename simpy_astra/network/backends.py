@@ -22,6 +22,7 @@ from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import (
     PluginError,
     a_kind,
+    asyncio_kind,
     from_entry_point,
     import_object,
     is_ours,
@@ -293,6 +294,11 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         _models_taken(name, config, network)
         if isinstance(network, RegisteredName):  # a subclass of ours: its errors name the backend run
             network.run_as(name)
+        for method in ("send", "message_delay_ns"):  # what a backend of one's own overrides, called unawaited
+            if asyncio_kind(getattr(network, method, None)):
+                raise PluginError(f"network backend '{name}': {type(network).__qualname__}.{method} is "
+                                  f"{asyncio_kind(getattr(network, method))} (async def), which nothing in a SimPy "
+                                  f"run awaits: write it as a plain method (docs/backends.md)")
         delay = getattr(network, "message_delay_ns", None)  # the hook a backend of one's own overrides
         unfit = unfit_call(delay, None, None, None) if callable(delay) else None
         if unfit:  # else the first send fails at the call, before a line of theirs runs

@@ -30,6 +30,7 @@ from simpy_astra.network.models.strict_priority import StrictPriorityLink
 from simpy_astra.network.switch import SwitchElement
 from simpy_astra.plugins import (
     PluginError,
+    asyncio_kind,
     claim,
     from_entry_point,
     import_object,
@@ -68,6 +69,10 @@ def _checked(name: str, model: Any, base: type) -> type:
         fn = getattr(model, method, None)
         if fn is getattr(base, method):
             continue  # the base's own
+        if asyncio_kind(fn):  # the element calls it and uses what it returns: nothing awaits it
+            raise PluginError(f"network model '{name}': {model.__qualname__}.{method} is {asyncio_kind(fn)} (async "
+                              f"def), which nothing in a SimPy run awaits: write it as a plain method"
+                              f"{' (run: a generator function, yield, not await)' if method == 'run' else ''}")
         unfit = unfit_call(fn, None, *args) if callable(fn) else f"{method} = {fn!r}"
         if unfit:  # a call that cannot bind fails before any line of theirs runs: name it now
             raise PluginError(f"network model '{name}': {unfit} cannot be called as "
