@@ -298,3 +298,82 @@ def test_an_observer_written_with_async_def_is_refused_not_dropped(tmp_path: Pat
         else:
             sim.network.link(0, 1).watch("link_start", on_end)
     assert max(r.finished_ns for r in sim.run()) == ring_all_reduce(4, 1048576)  # the run, untouched
+
+
+@pytest.mark.parametrize("network, backend, words", [
+    (_net("Switch", 8, ", link-model: 'r15:AsyncRunLink'"), "congestion_aware",
+     "AsyncRunLink.run is an async function (async def)"),
+    (_net("Switch", 8, ", link-model: 'r15:AsyncHoldLink'"), "congestion_aware",
+     "AsyncHoldLink.hold_ns is an async function (async def)"),
+    (_net("'r15:AsyncHops'", 8), "congestion_unaware", "AsyncHops.hops is an async function (async def)"),
+    (_net("Ring", 8), "r15:ASYNC_SEND", "network backend 'async_send15': AsyncSend.send is an async function"),
+], ids=["link run", "link hold_ns", "topology hops", "backend send"])
+def test_a_method_of_ones_own_written_with_async_def_is_one_line(r15: Path, network, backend, words) -> None:
+    """The contracts of docs/collectives.md, simpy_astra/network/README.md and docs/backends.md
+    call a model's, topology's or backend's methods and use what they return; an ``async def``
+    method returns a coroutine nobody awaits. A link's serving loop or hold was refused late
+    under Python's ``RuntimeWarning`` lines, a topology's ``hops`` likewise, and a backend's
+    ``send`` posted nothing: the run stalled (exit 3), blaming the NPUs' messages. Each is now one
+    line naming the class and method, before time starts."""
+    workload = "{generate: microbench, collective: send_recv, size: 4096, num_npus: 8, src: 0, dst: 2}"
+    path = _write(r15, "async_method.yaml", workload, network, backend)
+    done = _cli(r15, "run", path.name, "--quiet", status=2)
+    line = _one_line(done)
+    assert words in line and ("nothing in a SimPy run awaits" in line or "which nothing awaits" in line), line
+    assert len(done.stderr.splitlines()) == 1 and "RuntimeWarning" not in done.stderr
+
+
+def test_a_plugins_name_from_python_before_its_module_is_imported_says_to_import_it(r15: Path) -> None:
+    """docs/backends.md: a plugin's backend is picked by its name once its module is loaded. A
+    script that names it before importing the module was told to write ``plugins: [MODULE] or
+    --plugin MODULE``, neither of which a script has; the line now also says to import it."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r15, "ring.yaml", _bench("all_reduce", 8192, 4), _net("Ring", 4), "congestion_unaware")
+    with pytest.raises(InputError, match=r"plugins: \[MODULE\], --plugin MODULE, or from Python import MODULE\)$"):
+        Simulation.from_scenario(str(path), backend="loggp15")
+    import r15 as mine  # noqa: F401 - registers loggp15
+    assert max(r.finished_ns for r in Simulation.from_scenario(str(path), backend="loggp15").run()) == \
+        ring_all_reduce(4, 8192, lambda s: d(s) + 2 * O_NS)
+
+
+# -- a group's own algorithm under symmetry folding -------------------------------------------------------
+
+def _groups_scenario(folder: Path, generator: str, algorithm: str, topology: str = "Ring") -> Path:
+    """8 NPUs, the generator's two groups of 4 each all-reducing 8 KiB after 1 us, the groups
+    running ``algorithm`` (``all-reduce-group-implementation``, docs/collectives.md)."""
+    system = _system().replace("all-gather-implementation", f"all-reduce-group-implementation: '{algorithm}', "
+                                                            "all-gather-implementation")
+    return _write(folder, "groups.yaml", f"{{generate: '{generator}', num_npus: 8, size: 8192, compute_us: 1}}",
+                  _net(topology, 8), "congestion_unaware", system=system)
+
+
+@pytest.mark.parametrize("fold", ["on", "off"])
+def test_a_groups_own_algorithm_without_a_claim_is_not_folded_onto_its_other_members(r15: Path, fold) -> None:
+    """docs/collectives.md: an algorithm without a symmetry claim never folds. The groups of the
+    even and of the odd NPUs on an 8-ring run ``r15:first_waits``, whose first member waits
+    1,000 ns more. Folding read the claims of the implementation lists' algorithms (ring: rotation
+    symmetric) and not those of the group's own, so a folded run gave every NPU the first
+    members' 20,348 ns, in silence, where NPUs 2..7 finish at 19,348. On a ring of 8 a group's
+    neighbours are two links apart: trunc(2L + S/4) a message, 6 steps of it and E."""
+    path = _groups_scenario(r15, "r15:evens_odds", "r15:first_waits")
+    done = _cli(r15, "run", path.name, "--fold-symmetry", fold)
+    finished = {int(line.split("[")[1].split("]")[0]): int(line.split()[2]) for line in done.stdout.splitlines()
+                if line.startswith("sys[") and " finished, " in line}
+    step = 6 * (d(8192 // 4, ONE_BYTE_PER_NS, 2 * L) + E)
+    assert finished == {npu: 1000 + step + (1000 if npu in (0, 1) else 0) for npu in range(8)}
+
+
+def test_a_group_algorithm_that_uses_positions_as_ids_is_one_line(r15: Path) -> None:
+    """collectives/README.md: ``ctx.members`` are the NPU ids of the ring and ``ctx.index`` this
+    NPU's position. A ring that sends to ``index + 1`` on the group of NPUs 4..7 sent into the
+    other group: the unfolded run stalled (exit 3, listing unmatched messages), and a folded one,
+    which simulates the group of 0..3 for both, finished as if nothing were wrong. Now a user's
+    phase naming a peer outside its members stops in one line saying what to write."""
+    path = _groups_scenario(r15, "r15:halves", "r15:positions_as_ids", topology="Switch")
+    line = _one_line(_cli(r15, "run", path.name, "--quiet", "--fold-symmetry", "off", status=2))
+    assert line.startswith("error: NPU 4: collective algorithm 'positions_as_ids' (") and "/r15.py:" in line
+    assert line.endswith("): a collective's ctx.post(1, ...): NPU 1 is not a member of this phase, (4, 5, 6, 7); name "
+                         "peers by their ids in ctx.members (ctx.members[k]: ctx.index is this NPU's position among "
+                         "them, not an id)")

@@ -138,3 +138,78 @@ class OptionalGap(LinkElement):
 
     def hold_ns(self, item):
         return self.gap_ns or 0
+
+
+# -- the same shapes written as asyncio code (async def): nothing in a SimPy run awaits them --------------
+
+class AsyncRunLink(LinkElement):
+    async def run(self):
+        pass
+
+
+class AsyncHoldLink(LinkElement):
+    async def hold_ns(self, item):
+        return 5
+
+
+class AsyncHops(OneWayFast):
+    async def hops(self, src, dst):
+        return 1
+
+
+class AsyncSend(CongestionUnawareNetwork):
+    """docs/backends.md's Trunk shape, its send written with async def."""
+
+    pair_delays_only = False
+
+    async def send(self, src, dst, tag, size, fn, arg):
+        entry = self.board.post_send(src, dst, tag, size, fn, arg)
+        self.board.arrive_after(self.message_delay_ns(src, dst, size), entry)
+
+
+ASYNC_SEND = register(BackendSpec("async_send15", "send written with async def",
+                                  lambda env, dims, source, config=None: AsyncSend(env, dims), folds=None, folded=None))
+
+
+# -- communicator groups of every other NPU, and an algorithm whose first member waits longer ---------------
+
+def evens_odds(params, prefix):
+    """Every rank computes ``compute_us``, then all-reduces ``size`` bytes within its group: the
+    even NPUs (group 1) or the odd ones (group 2)."""
+    import json
+
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE as COLL_ALL_REDUCE
+    from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMP_NODE
+
+    n, size = params["num_npus"], params["size"]
+    for rank in range(n):
+        write_et(f"{prefix}.{rank}.et", [
+            make_node(0, "forward", COMP_NODE, duration_micros=params["compute_us"], attrs={"is_cpu_op": False}),
+            make_node(1, "grads", COMM_COLL_NODE, deps=[0], attrs={
+                "is_cpu_op": False, "comm_type": COLL_ALL_REDUCE, "comm_size": size, "pg_name": str(1 + rank % 2)})])
+    with open(prefix + ".json", "w") as f:
+        json.dump({"1": list(range(0, n, 2)), "2": list(range(1, n, 2))}, f)
+    return prefix + ".json"
+
+
+def first_waits(ctx):
+    """A ring all-reduce of one message a step (no reduction asked); the member at index 0
+    then waits 1,000 ns more (an algorithm that makes no symmetry claim: it has none)."""
+    n, i = len(ctx.members), ctx.index
+    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+    for _step in range(2 * (n - 1)):
+        ctx.post(right, ctx.size_bytes // n)
+        yield ctx.recv(left, ctx.size_bytes // n)
+        yield ctx.endpoint()
+    if i == 0:
+        yield ctx.wait(1000)
+
+
+def positions_as_ids(ctx):
+    """The same ring written with positions where NPU ids belong (right = index + 1)."""
+    n, i = len(ctx.members), ctx.index
+    for _step in range(2 * (n - 1)):
+        ctx.post((i + 1) % n, ctx.size_bytes // n)
+        yield ctx.recv((i - 1) % n, ctx.size_bytes // n)
+        yield ctx.endpoint()
