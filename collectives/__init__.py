@@ -35,6 +35,7 @@ from simpy_astra.plugins import (
     from_entry_point,
     import_object,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
     user_code_problem,
     users_inner_entry,
@@ -191,7 +192,7 @@ def _checked_logical(name: str, logical):  # noqa: ANN001, ANN202 - wraps the us
     def checked(dim):  # noqa: ANN001, ANN202
         value = _call_users(name, "logical hook", logical, dim)
         if not isinstance(value, tuple | list):
-            raise PluginError(f"collective algorithm '{name}': its logical hook returned {value!r}; it must return "
+            raise PluginError(f"collective algorithm '{name}': its logical hook returned {shown(value, 120)}; it must return "
                               f"a tuple of run()'s extra arguments, e.g. (parent, children)")
         return tuple(value)
 

@@ -377,3 +377,15 @@ def test_a_group_algorithm_that_uses_positions_as_ids_is_one_line(r15: Path) -> 
     assert line.endswith("): a collective's ctx.post(1, ...): NPU 1 is not a member of this phase, (4, 5, 6, 7); name "
                          "peers by their ids in ctx.members (ctx.members[k]: ctx.index is this NPU's position among "
                          "them, not an id)")
+
+
+def test_a_logical_hook_that_yields_is_the_same_line_every_run(r15: Path) -> None:
+    """collectives/README.md: a ``logical`` hook returns a tuple of ``run()``'s extra arguments.
+    One that yields them was named with ``returned <generator object root_yielded at
+    0x7f...>``: the line changed from run to run. It now reads the same each time."""
+    path = _write(r15, "star.yaml", _bench("all_reduce", 8192, 4), _net("Ring", 4), "congestion_unaware",
+                  system=_system("'r15:STAR_YIELDED'"))
+    first, again = (_one_line(_cli(r15, "run", path.name, "--quiet", status=2)) for _ in range(2))
+    assert first == again and " at 0x" not in first
+    assert first == ("error: collective algorithm 'r15:STAR_YIELDED': its logical hook returned <generator object "
+                     "root_yielded>; it must return a tuple of run()'s extra arguments, e.g. (parent, children)")

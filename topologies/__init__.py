@@ -59,7 +59,7 @@ def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
     defining ``hops``, ``links`` and ``route``). A name already given to another topology
     (``Ring``, another module's) is a ValueError."""
     if not (isinstance(topology, type) and issubclass(topology, BasicTopology)):
-        raise TypeError(f"topology '{name}': {topology!r} is not a BasicTopology subclass")
+        raise TypeError(f"topology '{name}': {shown(topology, 120)} is not a BasicTopology subclass")
     missing = [m for m in ("hops", "links", "route") if getattr(topology, m) is getattr(BasicTopology, m)]
     if missing:
         raise TypeError(f"topology '{name}': {topology.__qualname__} does not define "

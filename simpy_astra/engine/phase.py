@@ -157,9 +157,9 @@ class Phase:
         npus, peer, size_bytes = self.system.total_npus, users_int(peer), users_int(size_bytes)
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < npus or peer == self.npu_id:
             problem = "is this NPU itself" if peer == self.npu_id else f"does not exist (NPUs 0..{npus - 1})"
-            raise self._misuse(f"{what}({peer!r}, ...)", f"the peer {problem}; name another NPU of ctx.members")
+            raise self._misuse(f"{what}({shown(peer, 60)}, ...)", f"the peer {problem}; name another NPU of ctx.members")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
-            raise self._misuse(f"{what}(..., {size_bytes!r})",
+            raise self._misuse(f"{what}(..., {shown(size_bytes, 60)})",
                                f"a message size is an integer number of bytes >= 0{_divided(size_bytes)}")
         return peer, size_bytes
 
@@ -179,7 +179,7 @@ class Phase:
         """A workload's tag (an integer >= 0) on the wire; None, the chunk's own, is the callers'."""
         tag = users_int(tag)
         if isinstance(tag, bool) or not isinstance(tag, int) or tag < 0:
-            raise self._misuse(f"{what}(..., tag={tag!r})", "a tag is an integer >= 0 (or None: this chunk's own)")
+            raise self._misuse(f"{what}(..., tag={shown(tag, 60)})", "a tag is an integer >= 0 (or None: this chunk's own)")
         return native_tag(tag)
 
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
@@ -248,7 +248,7 @@ class Phase:
         if reduce_bytes:
             reduce_bytes = users_int(reduce_bytes)
             if type(reduce_bytes) is not int or reduce_bytes < 0:
-                raise self._misuse(f"endpoint(reduce_bytes={reduce_bytes!r})",
+                raise self._misuse(f"endpoint(reduce_bytes={shown(reduce_bytes, 60)})",
                                    f"the bytes to reduce are an integer >= 0{_divided(reduce_bytes)}")
             back.result = reduce_bytes  # until it fires: what to reduce after the delay
             self.clock.register(self._endpoint_ns, self._reduce, back)
@@ -263,7 +263,7 @@ class Phase:
         if type(delay_ns) is not int or not 0 <= delay_ns <= HORIZON_NS:
             whole = whole_ns(delay_ns)
             if whole is None:
-                raise self._misuse(f"wait({delay_ns!r})", "a delay is a finite number of ns >= 0 (a fraction is "
+                raise self._misuse(f"wait({shown(delay_ns, 60)})", "a delay is a finite number of ns >= 0 (a fraction is "
                                                          "cut: simulated time is counted in whole ns)")
             delay_ns = whole
         later = Signal(self.env)

@@ -29,6 +29,7 @@ from simpy_astra.plugins import (
     origin,
     raised_in_users_code,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
     user_code_problem,
 )
@@ -194,11 +195,11 @@ def register(spec: BackendSpec) -> BackendSpec:
     that ``folds="pairs"`` without a ``folded`` factory gets the analytical backend's folded network,
     checking that promise on each pair it times. A name already given to another backend is a ValueError."""
     if not isinstance(spec, BackendSpec):
-        raise TypeError(f"network backend {spec!r} is not a BackendSpec(name, help, build, folds, folded)")
+        raise TypeError(f"network backend {shown(spec, 120)} is not a BackendSpec(name, help, build, folds, folded)")
     if not isinstance(spec.name, str) or not spec.name.isidentifier():
         raise ValueError(f"network backend name {spec.name!r} must be a word (letters, digits, _)")
     if not callable(spec.build):
-        raise TypeError(f"network backend '{spec.name}': build {spec.build!r} is not callable")
+        raise TypeError(f"network backend '{spec.name}': build {shown(spec.build, 120)} is not callable")
     if unfit_call(spec.build, None, None, None, None):  # the run calls it so
         if isinstance(spec.build, type):  # the network class itself, whose __init__ takes (env, dims)
             raise TypeError(f"network backend '{spec.name}': build is the class {spec.build.__qualname__}, which "

@@ -213,3 +213,22 @@ def positions_as_ids(ctx):
         ctx.post((i + 1) % n, ctx.size_bytes // n)
         yield ctx.recv((i - 1) % n, ctx.size_bytes // n)
         yield ctx.endpoint()
+
+
+def star(ctx, root):
+    """Everyone sends its buffer to the root (a position the logical hook picks)."""
+    if ctx.index == root:
+        for member in ctx.members:
+            if member != ctx.npu_id:
+                yield ctx.recv(member, ctx.size_bytes)
+    else:
+        yield ctx.send(ctx.members[root], ctx.size_bytes)
+
+
+def root_yielded(dim):
+    """collectives/logical.py's hook with a slip: the root yielded, not returned as (root,)."""
+    yield 0
+
+
+STAR_YIELDED = CollectiveAlgorithm("star_yielded", star, ring_final_size, kinds=frozenset({ALL_REDUCE}),
+                                   logical=root_yielded)
