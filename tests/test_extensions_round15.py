@@ -389,3 +389,31 @@ def test_a_logical_hook_that_yields_is_the_same_line_every_run(r15: Path) -> Non
     assert first == again and " at 0x" not in first
     assert first == ("error: collective algorithm 'r15:STAR_YIELDED': its logical hook returned <generator object "
                      "root_yielded>; it must return a tuple of run()'s extra arguments, e.g. (parent, children)")
+
+
+@pytest.mark.parametrize("registry", ["topology", "link model", "schedule", "generator", "backend build"])
+def test_registering_what_is_not_the_kind_says_so_without_an_address(r15: Path, registry) -> None:
+    """Each registry of the docs refuses what is not of its kind (docs/collectives.md,
+    simpy_astra/network/README.md, docs/generators.md, docs/backends.md). Handed an object of
+    one's own, the refusal showed its default repr, ``<r15.Thing object at 0x7f...>``: a line
+    that changed from run to run. It now names the object without its address."""
+    from simpy_astra import topologies
+    from simpy_astra.network import models
+    from simpy_astra.network.backends import BackendSpec
+    from simpy_astra.network.backends import register as register_backend
+    from simpy_astra.workloads import generated
+    from simpy_astra.workloads.schedules import registry as schedules
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    register = {"topology": lambda: topologies.register("thing15", thing),
+                "link model": lambda: models.register_link("thing15", thing),
+                "schedule": lambda: schedules.register("thing15", thing),
+                "generator": lambda: generated.register("thing15", thing),
+                "backend build": lambda: register_backend(BackendSpec("thing15", "h", thing, folds=None,
+                                                                      folded=None))}[registry]
+    with pytest.raises((TypeError, ValueError)) as raised:
+        register()
+    assert " at 0x" not in str(raised.value) and "Thing object>" in str(raised.value), str(raised.value)

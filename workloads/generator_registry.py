@@ -161,7 +161,7 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
     to another generator (``microbench``, another module's) is a ValueError."""
     spellable(name, "generator")
     if not callable(fn):
-        raise TypeError(f"generator '{name}': {fn!r} is not a function fn(params, prefix)")
+        raise TypeError(f"generator '{name}': {shown(fn, 120)} is not a function fn(params, prefix)")
     if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(f"generator '{name}' is a generator or async function (it yields or awaits): a "
                         f"workload generator is a plain function fn(params, prefix) that writes the ET files, then "

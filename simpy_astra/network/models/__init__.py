@@ -35,6 +35,7 @@ from simpy_astra.plugins import (
     from_entry_point,
     import_object,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
 )
 
@@ -63,7 +64,7 @@ def _checked(name: str, model: Any, base: type) -> type:
     """``model`` if it derives from ``base`` (so it keeps every control, fault, statistic and
     probe of the contract), else :class:`~simpy_astra.plugins.PluginError`."""
     if not isinstance(model, type) or not issubclass(model, base):
-        raise PluginError(f"network model '{name}': {model!r} does not derive from {base.__module__}."
+        raise PluginError(f"network model '{name}': {shown(model, 120)} does not derive from {base.__module__}."
                           f"{base.__qualname__} (the contract in simpy_astra/network/README.md)")
     for method, args in (LINK_POLICY if base is LinkElement else SWITCH_POLICY).items():
         fn = getattr(model, method, None)
