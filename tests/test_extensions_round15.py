@@ -76,7 +76,7 @@ def test_another_file_under_a_taken_name_is_still_refused(r15: Path) -> None:
     try:
         from simpy_astra.network.backends import BackendSpec, register
         spec = BackendSpec("loggp15", "copy", lambda env, dims, source, config=None: None, folds=None, folded=None)
-        with pytest.raises(ValueError, match="'loggp15' is already taken by r15:<lambda>"):
+        with pytest.raises(ValueError, match="'loggp15' is already taken by r15:build_loggp"):
             register(spec)
     finally:
         sys.path.remove(str(other))
