@@ -417,3 +417,12 @@ def test_registering_what_is_not_the_kind_says_so_without_an_address(r15: Path, 
     with pytest.raises((TypeError, ValueError)) as raised:
         register()
     assert " at 0x" not in str(raised.value) and "Thing object>" in str(raised.value), str(raised.value)
+
+
+def test_a_groups_own_algorithms_claim_that_folding_trusts_is_named(r15: Path) -> None:
+    """docs/collectives.md: a folded run that trusted the claim of an algorithm of one's own says
+    so in one ``warning:`` line naming it. As a group's own algorithm its claim was trusted in
+    silence (the warning listed the implementation lists' algorithms alone); it is now named."""
+    path = _groups_scenario(r15, "r15:evens_odds", "r15:FIRST_WAITS_CLAIMED")
+    done = _cli(r15, "run", path.name, "--quiet")
+    assert "symmetry folding trusted the claim of collective 'r15:FIRST_WAITS_CLAIMED'" in " ".join(done.stderr.split())

@@ -238,3 +238,7 @@ def root_yielded(dim):
 
 STAR_YIELDED = CollectiveAlgorithm("star_yielded", star, ring_final_size, kinds=frozenset({ALL_REDUCE}),
                                    logical=root_yielded)
+
+
+FIRST_WAITS_CLAIMED = CollectiveAlgorithm("first_waits", first_waits, ring_final_size, kinds=frozenset({ALL_REDUCE}),
+                                          rotation_symmetric=True)  # a wrong claim: index 0 waits longer
