@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.researcher_folder import module_fixture
-from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d, ring_all_reduce
+from tests.test_extensions_round4 import MEM_BW, ONE_BYTE_PER_NS, E, L, d, ring_all_reduce
 from tests.test_extensions_round6 import _cli, _quiet_ns, _system, _write
 from tests.test_extensions_round7 import _bench, _net
 from tests.test_extensions_round9 import _one_line
@@ -426,3 +426,64 @@ def test_a_groups_own_algorithms_claim_that_folding_trusts_is_named(r15: Path) -
     path = _groups_scenario(r15, "r15:evens_odds", "r15:FIRST_WAITS_CLAIMED")
     done = _cli(r15, "run", path.name, "--quiet")
     assert "symmetry folding trusted the claim of collective 'r15:FIRST_WAITS_CLAIMED'" in " ".join(done.stderr.split())
+
+
+# -- a generator that is an object, edited between two runs ------------------------------------------------
+
+GEN15 = '''from dataclasses import dataclass
+
+from r15 import halves
+
+
+@dataclass
+class Halves:
+    """r15.halves with its compute time held by the object (a generator of state of its own)."""
+
+    compute_us: int
+
+    def __call__(self, params, prefix):
+        return halves({**params, "compute_us": self.compute_us}, prefix)
+
+
+GEN = Halves(compute_us=COMPUTE_US)
+'''
+
+
+@pytest.mark.parametrize("shape", ["instance", "partial"])
+def test_a_generator_that_is_an_object_runs_again_once_its_module_is_edited(r15: Path, shape) -> None:
+    """docs/generators.md: traces are cached by, among others, the source of the generator's
+    module, so an edited generator runs again. A generator that is an object whose class's
+    ``__call__`` writes the traces (or a ``functools.partial`` of a function) had no source
+    file found for it (``inspect.getsourcefile`` takes functions and classes), so its cache key
+    held no source: with its module edited from 3 us of compute to 5, the second run read the
+    first run's traces and printed the same figure."""
+    source = GEN15 if shape == "instance" else GEN15.replace(
+        "GEN = Halves(compute_us=COMPUTE_US)", "import functools\n\nGEN = functools.partial(Halves(0).__class__."
+        "__call__, Halves(compute_us=COMPUTE_US))")
+    path = _write(r15, "gen15.yaml", "{generate: 'gen15:GEN', num_npus: 8, size: 8192}", _net("Switch", 8),
+                  "congestion_unaware")
+    two_links = lambda s: int(2 * L + s / (ONE_BYTE_PER_NS * 2**30 / 1e9))  # noqa: E731
+    ring = E + 6 * (two_links(2048) + E) + 3 * 3 * int(2048 / MEM_BW)  # the native ring on a group of 4
+    for compute_us in (3, 5):
+        (r15 / "gen15.py").write_text(source.replace("COMPUTE_US", str(compute_us)))
+        assert _quiet_ns(_cli(r15, "run", path.name, "--quiet")) == compute_us * 1000 + ring
+
+
+def test_a_generator_objects_state_changed_from_python_writes_new_traces(r15: Path) -> None:
+    """The same object-generator driven from a script (docs/cosimulation.md's
+    ``Simulation.from_scenario``): its compute time changed between two runs, nothing in its
+    file changed. Its state is part of the cache key, so the second run writes new traces."""
+    from simpy_astra.simulation import Simulation
+
+    (r15 / "gen15.py").write_text(GEN15.replace("COMPUTE_US", "3"))
+    path = _write(r15, "gen15.yaml", "{generate: 'gen15:GEN', num_npus: 8, size: 8192}", _net("Switch", 8),
+                  "congestion_unaware")
+    import gen15
+
+    try:
+        first = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
+        gen15.GEN.compute_us = 5
+        second = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
+    finally:
+        sys.modules.pop("gen15", None)
+    assert second - first == 2000

@@ -17,10 +17,10 @@ from typing import Any
 from simpy_astra.errors import a_kind
 
 
-def _defined(obj: Any) -> Any:
+def definition(obj: Any) -> Any:
     """The function or class that defines a registered object (an algorithm's run function
     through its wrappers and partials; a callable instance's class's ``__call__``, as the
-    registered algorithm's wrapper of it names it)."""
+    registered algorithm's wrapper of it names it): what ``inspect`` finds a source file for."""
     if isinstance(obj, type):
         return obj
     obj = inspect.unwrap(getattr(obj, "run", obj))
@@ -35,7 +35,7 @@ def _defined(obj: Any) -> Any:
 def origin(obj: Any) -> str:
     """``module:qualname`` of a registered object (a function, a class, an algorithm's run
     function through its wrappers): the same after the module is imported again."""
-    obj = _defined(obj)
+    obj = definition(obj)
     return f"{getattr(obj, '__module__', '?')}:{obj.__qualname__}"
 
 
@@ -52,7 +52,7 @@ def same_definition(a: Any, b: Any) -> bool:
     which finds the same file beside it: the file runs twice, and registers twice)."""
     if a is b or origin(a) == origin(b):
         return True
-    a, b = _defined(a), _defined(b)
+    a, b = definition(a), definition(b)
     file = _source_file(a)
     return (file is not None and file == _source_file(b)
             and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None))
