@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 from simpy_astra.config.field_values import show_value
+from simpy_astra.config.jobs import JOB_DEFAULTS, without_defaults
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 
@@ -117,6 +118,8 @@ def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | Non
     keep each cluster and each inline system or network read, for the next point; ``job``: its
     Megatron job as the point was expanded with it (None: none, or refused)."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
+    if isinstance(scenario.get("jobs"), list):  # a job's key written at its value when left out
+        doc["jobs"] = [without_defaults(job) if isinstance(job, dict) else job for job in scenario["jobs"]]
     read = _cluster_read(scenario, {} if reads is None else reads, job)
     if job is not None:
         # --fp8-format on Megatron's own layers runs them in bf16: on a GPU with FP8 units (which
@@ -182,6 +185,12 @@ def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, Clust
         why.append("Megatron-LM runs their arguments alike")
     reads = {} if reads is None else reads
     read = [_cluster_read(one, reads, megatron[0]), _cluster_read(other, reads, megatron[1])]
+    jobs = [s.get("jobs") if isinstance(s.get("jobs"), list) else [] for s in (one, other)]
+    for i, (mine, theirs) in enumerate(zip(*jobs, strict=False)):
+        for key, a, b in _differences(mine if isinstance(mine, dict) else {}, theirs if isinstance(theirs, dict) else {},
+                                      f"jobs.{i}"):
+            if key.rpartition(".")[2] in JOB_DEFAULTS and _ABSENT in (a, b):
+                why.append(f"{key} {show_value(b if a is _ABSENT else a)} is what the job has without it")
     for where in ("cluster", "system", "network"):
         blocks = [s.get(where) if isinstance(s.get(where), dict) else {} for s in (one, other)]
         for key, mine, theirs in _differences(blocks[0], blocks[1], where):
