@@ -40,4 +40,4 @@ def point_job(scenario: dict[str, Any], where: str) -> PointJob | None:
     try:
         return PointJob(parse(args, gpus, f"{where}: workload"))
     except InputError as exc:  # an invalid layout too (InvalidConfigurationError is one)
-        return PointJob(None, exc)
+        return PointJob(None, exc.with_traceback(None))  # kept with the point: not its parser's frames
