@@ -29,11 +29,13 @@ from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
     a_kind,
+    asyncio_kind,
     claim,
     entry_point_names,
     from_entry_point,
     import_object,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
     user_code_problem,
     users_inner_entry,
@@ -105,6 +107,11 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
     """Make ``name`` select ``algorithm`` (a CollectiveAlgorithm, or a generator function
     ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one.
     A name already given to another algorithm (``ring``, another module's) is a ValueError."""
+    run = algorithm.run if isinstance(algorithm, CollectiveAlgorithm) else algorithm
+    if asyncio_kind(run):
+        raise TypeError(f"collective '{name}' runs {asyncio_kind(run)} (async def), not a SimPy process: write it "
+                        f"as a generator function that yields the events it waits for (yield ctx.recv(...), not "
+                        f"await; collectives/README.md)")
     if not isinstance(algorithm, CollectiveAlgorithm):
         if not _is_generator_function(algorithm):
             raise TypeError(f"collective '{name}' is {a_kind(algorithm)}, not an algorithm: expected a "
@@ -185,7 +192,7 @@ def _checked_logical(name: str, logical):  # noqa: ANN001, ANN202 - wraps the us
     def checked(dim):  # noqa: ANN001, ANN202
         value = _call_users(name, "logical hook", logical, dim)
         if not isinstance(value, tuple | list):
-            raise PluginError(f"collective algorithm '{name}': its logical hook returned {value!r}; it must return "
+            raise PluginError(f"collective algorithm '{name}': its logical hook returned {shown(value, 120)}; it must return "
                               f"a tuple of run()'s extra arguments, e.g. (parent, children)")
         return tuple(value)
 

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 #: a run of digits (and thousands commas) too long to read: shown by its first digits and count
 _LONG_NUMBER = re.compile(r"\d[\d,]{39,}")
@@ -264,3 +264,8 @@ def integer_fix(value: object, minimum: int | None = None, maximum: int | None =
         return f"; write {int(value)}" if floor <= value <= ceiling else ""
     near = [n for n in (math.floor(value), math.ceil(value)) if floor <= n <= ceiling]
     return f"; write {' or '.join(map(str, near))}" if near else ""
+
+
+def a_kind(value: Any) -> str:
+    """What ``value`` is, for a message: 'an int', 'a list'."""
+    return with_article(type(value).__name__)

@@ -12,6 +12,7 @@ Three ways in, all resolved before time starts:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import operator
@@ -27,8 +28,9 @@ from typing import Any
 
 from simpy.events import Timeout
 
-from simpy_astra.errors import with_article
+from simpy_astra.errors import a_kind  # noqa: F401 - importable here, as before
 from simpy_astra.infra import files
+from simpy_astra.infra.registry_names import claim, origin, spellable  # noqa: F401 - importable here
 from simpy_astra.infra.zero_time import ZERO_TIME_RESUMES, ZeroTimeGuard  # noqa: F401 - the limit, still importable here
 
 COLLECTIVES_GROUP = "simpy_astra.collectives"
@@ -47,8 +49,8 @@ class PluginError(ValueError):
 #: how a user's error line says where its traceback is (a sweep point's names another way)
 DEBUG_HINT = "--debug shows its traceback"
 #: what an unknown short name (a backend, topology or algorithm) may be missing
-NOT_LOADED_HINT = ("one your plugin module registers needs that module loaded first: plugins: [MODULE] "
-                   "or --plugin MODULE")
+NOT_LOADED_HINT = ("one your plugin module registers needs that module loaded first: plugins: [MODULE], "
+                   "--plugin MODULE, or from Python import MODULE")
 
 
 def user_code_problem(what: str, exc: BaseException) -> str:
@@ -75,6 +77,22 @@ def user_code_problem(what: str, exc: BaseException) -> str:
             f"code, not in simpy-astra: {DEBUG_HINT}")
 
 
+def asyncio_kind(fn: Any) -> str | None:
+    """'an async function' (or 'an async generator function') where calling ``fn`` (a function,
+    a partial of one, or an object whose class's ``__call__`` is one) makes asyncio's object
+    rather than running: nothing in a SimPy run awaits it, so none of its lines would run (a
+    collective, a callback, a model's or a backend's method), else None."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    call = None if inspect.isroutine(fn) or inspect.isclass(fn) else inspect.getattr_static(type(fn), "__call__", None)
+    for f in (fn, call):
+        if inspect.iscoroutinefunction(f):
+            return "an async function"
+        if inspect.isasyncgenfunction(f):
+            return "an async generator function"
+    return None
+
+
 def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:
     """``fn`` as it reads (``name(params)``) when it cannot be called with ``args`` (and
     ``kwargs``) as the run will call it, else None: a registry checks a plug-in's function when it is registered, since
@@ -99,12 +117,6 @@ def users_int(value: Any) -> Any:
         return operator.index(value)
     except TypeError:
         return value
-
-
-def a_kind(value: Any) -> str:
-    """What ``value`` is, for a message: 'an int', 'a list'."""
-    kind = type(value).__name__
-    return with_article(kind)
 
 
 def engine_original(exc: BaseException) -> BaseException:
@@ -273,40 +285,6 @@ def instants_pass(env: Any, loop: Any, who: str, fix: str,
             raise
         except BaseException as exc:  # an Interrupt (a change of speed), a failed event: theirs to catch
             value, error = None, exc
-
-
-def origin(obj: Any) -> str:
-    """``module:qualname`` of a registered object (a function, a class, an algorithm's run
-    function through its wrappers): the same after the module is imported again."""
-    obj = inspect.unwrap(getattr(obj, "run", obj)) if not isinstance(obj, type) else obj
-    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
-
-
-def spellable(name: Any, what: str) -> None:
-    """Refuse a ``what`` name no config can spell (not a string, empty, on more than one line,
-    spaces around it): registered in silence, its object could never be named. Every registry
-    a plug-in fills holds its names to this."""
-    if not isinstance(name, str):
-        raise TypeError(f"{what} name {name!r} is {a_kind(name)}, not a string: a config names what it runs by "
-                        f"a string")
-    if not name.strip() or name != name.strip() or not name.isprintable():
-        raise ValueError(f"{what} name {name!r} is not one a config can give: write a non-empty name on one line, "
-                         f"without spaces around it")
-
-
-def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
-    """Refuse to register ``obj`` under a ``name`` that ``registry`` already gives to another
-    object (one of ours, or another module's): a plug-in must never silently replace an
-    algorithm, topology or model other configs mean by that name. The same object, or the same
-    ``module:qualname`` imported again (a plug-in loaded twice), may register again. A name no
-    config can spell (not a string, empty, on more than one line, spaces around it) is refused:
-    registered in silence, its object could never be named."""
-    spellable(name, what)
-    taken = registry.get(name)
-    if taken is None or taken is obj or origin(taken) == origin(obj):
-        return
-    raise ValueError(f"{what} name '{name}' is already taken by {origin(taken)}; register "
-                     f"{origin(obj)} under another name (or name it as module:attribute in the config)")
 
 
 #: simpy-astra's own folders (its top-level packages included)

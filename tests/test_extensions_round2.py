@@ -365,7 +365,7 @@ def test_a_plugins_backend_named_without_loading_its_module_says_how(user: Path,
     path = _scenario(user, "{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 4}",
                      "r2_slow_nic")
     assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
-    assert "plugins: [MODULE] or --plugin MODULE" in capsys.readouterr().err
+    assert "plugins: [MODULE], --plugin MODULE" in capsys.readouterr().err
     assert main(["run", str(path), "--quiet", "--network-backend", "congestion_unawre"]) == EXIT_INPUT_ERROR
     assert "did you mean 'congestion_unaware'?" in capsys.readouterr().err
     # loaded, it runs: unfolded (its delay singles out NPU 3), NPU 0 ends at the uniform
@@ -376,11 +376,11 @@ def test_a_plugins_backend_named_without_loading_its_module_says_how(user: Path,
 
 
 @pytest.mark.parametrize(("field", "value", "says"), [
-    ("topology: [Ring]", "topology: [Tree]", "plugins: [MODULE] or --plugin MODULE"),
+    ("topology: [Ring]", "topology: [Tree]", "plugins: [MODULE], --plugin MODULE"),
     ("all-reduce-implementation: [ring]", "all-reduce-implementation: [rdAllGather]",
-     "plugins: [MODULE] or --plugin MODULE"),
+     "plugins: [MODULE], --plugin MODULE"),
     ("all-reduce-implementation: [ring]", "all-reduce-implementation: [Ring]", "did you mean 'ring'?"),
-    ("generate: microbench", "generate: pipeline", "plugins: [MODULE] or --plugin MODULE"),
+    ("generate: microbench", "generate: pipeline", "plugins: [MODULE], --plugin MODULE"),
 ])
 def test_a_short_name_a_plugin_would_register_says_to_load_it(user: Path, capsys, field: str, value: str,
                                                               says: str) -> None:

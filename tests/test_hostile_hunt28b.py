@@ -165,4 +165,4 @@ def test_null_on_a_jobs_key_in_a_sweep_leaves_the_key_out(tmp_path, capsys):
         rows = {row["jobs.1.start_ns"]: row for row in csv.DictReader(f)}
     # no shared links (congestion_unaware): job b started 1,000 ns later ends 1,000 ns later
     assert {start: (row["status"], int(row["finish_ns"])) for start, row in rows.items()} == {
-        "": ("ok", alone_ns), "1000": ("ok", alone_ns + 1000)}
+        "null": ("ok", alone_ns), "1000": ("ok", alone_ns + 1000)}

@@ -85,7 +85,7 @@ def test_an_inline_block_the_points_share_is_loaded_once(monkeypatch):
 
     class Point:  # what AlikePoints reads of a sweep point
         def __init__(self, label: str, scenario: dict) -> None:
-            self.key, self.label, self.scenario = label, label, scenario
+            self.key, self.label, self.scenario, self.megatron = label, label, scenario, None
 
     alike = AlikePoints()
     for passes in (1, 2, 3, 4):

@@ -15,6 +15,7 @@ from simpy_astra.infra.horizon import python_number
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
     PluginError,
+    asyncio_kind,
     claim,
     class_name,
     from_entry_point,
@@ -58,7 +59,7 @@ def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
     defining ``hops``, ``links`` and ``route``). A name already given to another topology
     (``Ring``, another module's) is a ValueError."""
     if not (isinstance(topology, type) and issubclass(topology, BasicTopology)):
-        raise TypeError(f"topology '{name}': {topology!r} is not a BasicTopology subclass")
+        raise TypeError(f"topology '{name}': {shown(topology, 120)} is not a BasicTopology subclass")
     missing = [m for m in ("hops", "links", "route") if getattr(topology, m) is getattr(BasicTopology, m)]
     if missing:
         raise TypeError(f"topology '{name}': {topology.__qualname__} does not define "
@@ -66,6 +67,10 @@ def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
                         f"hops(src, dst), links() and route(src, dst) (docs/collectives.md)")
     for method, args in _CALLED_AS.items():  # a call that cannot bind fails before a line of theirs runs
         fn = getattr(topology, method)
+        if asyncio_kind(fn):
+            raise TypeError(f"topology '{name}': {topology.__qualname__}.{method} is {asyncio_kind(fn)} (async def), "
+                            f"which nothing awaits: write it as a plain method that returns (or yields) its answer "
+                            f"(docs/collectives.md)")
         unfit = None if fn is getattr(BasicTopology, method) else unfit_call(fn, None, *args)
         if unfit:
             raise TypeError(f"topology '{name}': {unfit} cannot be called as {method}({', '.join(args)}) "

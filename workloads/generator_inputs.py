@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simpy_astra.infra import files
+from simpy_astra.infra.registry_names import definition
 from simpy_astra.plugins import is_users_file
 
 
@@ -21,7 +22,7 @@ def source_digest(fn: Callable[..., Any]) -> str:
     its folder tree (the package it sits in, a ``shapes.py`` beside it that it imports): ""
     when it has no file."""
     try:
-        path = inspect.getsourcefile(inspect.unwrap(fn))
+        path = inspect.getsourcefile(definition(fn))  # an object's or a partial's function too
     except TypeError:
         path = None
     if not path or not os.path.isfile(path):

@@ -8,6 +8,7 @@ scenario's mapping into the job, parsed once.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -15,11 +16,13 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.errors import InputError, Param, Parts
+from simpy_astra.infra.registry_names import same_definition
 from simpy_astra.plugins import (
     NOT_LOADED_HINT,
     PluginError,
     import_object,
     origin,
+    shown,
     spellable,
     user_code_problem,
 )
@@ -158,10 +161,14 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
     to another generator (``microbench``, another module's) is a ValueError."""
     spellable(name, "generator")
     if not callable(fn):
-        raise TypeError(f"generator '{name}': {fn!r} is not a function fn(params, prefix)")
+        raise TypeError(f"generator '{name}': {shown(fn, 120)} is not a function fn(params, prefix)")
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"generator '{name}' is a generator or async function (it yields or awaits): a "
+                        f"workload generator is a plain function fn(params, prefix) that writes the ET files, then "
+                        f"returns None or the path of the comm-group JSON it wrote (docs/generators.md)")
     taken = GENERATORS.get(name)
     theirs = getattr(taken.fn, "users", None) if taken is not None else None
-    if taken is not None and (theirs is None or origin(theirs) != origin(fn)):
+    if taken is not None and (theirs is None or not same_definition(theirs, fn)):
         owner = "simpy-astra's own generator" if theirs is None else origin(theirs)
         raise ValueError(f"generator name '{name}' is already taken by {owner}; register {origin(fn)} under "
                          f"another name")
@@ -188,8 +195,11 @@ CODE_KEY = "__generator_source__"
 def _code_key(fn: Callable[..., Any], params: dict[str, Any]) -> str:
     """Which function (``module:qualname``: another one of the same file registered under the
     name must not reuse the first one's traces), the digest of its code and that of the files
-    its parameters name: an edited helper module or data file must not run the old traces."""
-    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)}"
+    its parameters name: an edited helper module or data file must not run the old traces. A
+    generator that is an object (a callable instance, a partial) adds what it holds, as its
+    repr shows it: two objects of one class, or one changed from Python, write other traces."""
+    held = "" if inspect.isroutine(fn) else f" {shown(fn, 2000)}"
+    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)}{held}"
 
 
 def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, Any], str], str | None]:
@@ -209,7 +219,7 @@ def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, A
         folder = os.path.dirname(prefix)
         if groups is not None and not (isinstance(groups, str | os.PathLike) and os.path.isfile(groups)
                                        and os.path.dirname(os.path.abspath(groups)) == os.path.abspath(folder)):
-            raise PluginError(f"{who} returned {groups!r}; it must return None or the "
+            raise PluginError(f"{who} returned {shown(groups, 120)}; it must return None or the "
                               f"path of the comm-group JSON it wrote beside its ET files (prefix + '.json')")
         if not os.path.isfile(f"{prefix}.0.et"):
             raise PluginError(f"{who} wrote no {os.path.basename(prefix)}.0.et; it must "

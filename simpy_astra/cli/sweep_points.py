@@ -58,7 +58,7 @@ def checked(points: list[Point], sweep: str, spec: SweepSpec | None = None,
     for i, p in enumerate(points):
         if load or i % 64 == 0:  # a load takes milliseconds (a cold Megatron point of 1,536 GPUs, 0.3 s)
             progress(i, len(points))
-        refused[p.key], failure = verdict(p.scenario, p.where(sweep), load)
+        refused[p.key], failure = verdict(p.scenario, p.where(sweep), load, p.megatron)
         if failure:
             failing[p.key] = failure
     return refused, failing

@@ -20,9 +20,10 @@ from simpy_astra.config import (
 )
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.errors import InputError, integer_fix
-from simpy_astra.network.backends import BACKENDS, unread_packet_settings
+from simpy_astra.infra.registry_names import same_definition
+from simpy_astra.network.backends import BACKENDS, BackendSpec, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
-from simpy_astra.plugins import NOT_LOADED_HINT, PluginError
+from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, shown
 
 #: queues per dimension beyond which a run only exhausts memory (each is a Python object per
 #: NPU and dimension); ASTRA-sim's examples use 1 to 4
@@ -30,15 +31,22 @@ MAX_QUEUES_PER_DIM = 4096
 
 
 def check_backend(where: str, backend: Any) -> str:
-    """The name of the network backend ``backend`` names (a registered name, or a plug-in's
-    ``package.module:BackendSpec``); errors name ``where`` (the flag, or the scenario's
-    field), so a scenario's typo is not reported as a flag the user never gave."""
+    """The name of the network backend ``backend`` names (a registered name, a plug-in's
+    ``package.module:BackendSpec``, or from Python the registered spec itself); errors name
+    ``where`` (the flag, or the scenario's field), so a scenario's typo is not reported as a
+    flag the user never gave."""
+    if isinstance(backend, BackendSpec):  # from Python: the spec register() returned, as its name
+        registered = BACKENDS.get(backend.name)
+        if registered is None or not same_definition(registered.build, backend.build):
+            raise InputError(f"{where}: BackendSpec {shown(backend.name, 40)} is not registered: pass the spec "
+                             f"simpy_astra.network.backends.register() returned, or its name (docs/backends.md)")
+        backend = backend.name
     try:
         spec = lookup_backend(backend) if isinstance(backend, str) else None
     except PluginError as exc:
         raise InputError(f"{where}: {exc}") from None
     if spec is None:
-        got = "an empty string" if backend == "" else repr(backend)
+        got = "an empty string" if backend == "" else shown(backend, 60)
         near = difflib.get_close_matches(backend, list(BACKENDS), n=1) if isinstance(backend, str) else []
         loaded = (f"; did you mean '{near[0]}'?" if near else
                   f"; {NOT_LOADED_HINT}" if isinstance(backend, str) and backend.isidentifier() else "")

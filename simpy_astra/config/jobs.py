@@ -25,6 +25,16 @@ from simpy_astra.workloads.generated import lazy_traces
 PLACEMENTS = ("contiguous", "strided", "random")
 
 JOB_KEYS = {"name", "workload", "npus", "placement", "seed", "system", "comm_groups", "start_ns"}
+#: a job key's value when it is left out, the run's own: written so, the job runs as without it
+JOB_DEFAULTS = {"start_ns": 0}
+
+
+def without_defaults(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` (a scenario's mapping) less the keys written at their value when left out
+    (:data:`JOB_DEFAULTS`; an integer as an integer: ``0.0`` is refused, so never alike): two
+    jobs that differ only so run alike (a sweep's ``jobs.1.start_ns: [null, 0]``)."""
+    return {key: value for key, value in job.items()
+            if not (key in JOB_DEFAULTS and type(value) is type(JOB_DEFAULTS[key]) and value == JOB_DEFAULTS[key])}
 
 
 @dataclass
@@ -122,7 +132,7 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
             raise InputError(f"{where}.workload: has 1 rank, and no run takes a 1-NPU trace: it sends nothing "
                              f"over the network the jobs share; give it 2 or more ranks (a generator's dp, tp, pp "
                              f"or num_npus)")
-        start = job.get("start_ns", 0)
+        start = job.get("start_ns", JOB_DEFAULTS["start_ns"])
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")
         horizon.check_ns(start, where, "start_ns")  # first: 1e19 is past it, whatever its type

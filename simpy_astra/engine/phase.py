@@ -17,7 +17,7 @@ from simpy_astra.collectives.logical import LogicalDim
 from simpy_astra.engine.phase_process import PhaseProcess, PostCount, Signal, describe, users_algorithm
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.infra.horizon import HORIZON_NS, whole_ns
-from simpy_astra.plugins import users_int
+from simpy_astra.plugins import shown, users_int
 
 if TYPE_CHECKING:
     from simpy_astra.engine.events import NpuClock
@@ -88,7 +88,7 @@ class Phase:
     __slots__ = (
         "system", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
         "index", "window", "local", "npu_id", "algorithm", "args", "env", "clock", "network",
-        "_endpoint_ns", "process", "_posts",
+        "_endpoint_ns", "process", "_posts", "_peers",
     )
 
     def __init__(self, system: PhaseHost, kind: str, size_bytes: int, final_bytes: int,
@@ -114,6 +114,8 @@ class Phase:
         self.args = args
         self.process: PhaseProcess | None = None  # the algorithm's process once started
         self._posts = PostCount() if users_algorithm(algorithm) else None  # ours always yield
+        #: the NPUs a user's phase may name as peers (ours name only members: not checked)
+        self._peers = frozenset(self.members) if self._posts is not None and self.members else None
 
     # -- driven by the system layer
     def start(self) -> None:
@@ -155,25 +157,37 @@ class Phase:
         npus, peer, size_bytes = self.system.total_npus, users_int(peer), users_int(size_bytes)
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < npus or peer == self.npu_id:
             problem = "is this NPU itself" if peer == self.npu_id else f"does not exist (NPUs 0..{npus - 1})"
-            raise self._misuse(f"{what}({peer!r}, ...)", f"the peer {problem}; name another NPU of ctx.members")
+            raise self._misuse(f"{what}({shown(peer, 60)}, ...)", f"the peer {problem}; name another NPU of ctx.members")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
-            raise self._misuse(f"{what}(..., {size_bytes!r})",
+            raise self._misuse(f"{what}(..., {shown(size_bytes, 60)})",
                                f"a message size is an integer number of bytes >= 0{_divided(size_bytes)}")
         return peer, size_bytes
+
+    def _users_call(self, what: str, peer: int) -> None:
+        """A user's phase's message call, held to what the native ones keep by construction:
+        a peer of this phase's members (an id from ``ctx.members``: a position used as an id
+        sent into another group, which stalled, or in a folded run went unseen), and time
+        passing (:class:`PostCount`)."""
+        if self._posts.too_many(self.env.now):
+            raise self._misuse(f"{what}({peer}, ...)", self._posts.problem(self.env.now))
+        if self._peers is not None and peer not in self._peers:
+            raise self._misuse(f"{what}({peer}, ...)", f"NPU {peer} is not a member of this phase, "
+                               f"{shown(self.members, 60)}; name peers by their ids in ctx.members "
+                               f"(ctx.members[k]: ctx.index is this NPU's position among them, not an id)")
 
     def _tag(self, what: str, tag: Any) -> int:
         """A workload's tag (an integer >= 0) on the wire; None, the chunk's own, is the callers'."""
         tag = users_int(tag)
         if isinstance(tag, bool) or not isinstance(tag, int) or tag < 0:
-            raise self._misuse(f"{what}(..., tag={tag!r})", "a tag is an integer >= 0 (or None: this chunk's own)")
+            raise self._misuse(f"{what}(..., tag={shown(tag, 60)})", "a tag is an integer >= 0 (or None: this chunk's own)")
         return native_tag(tag)
 
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
             dst, size_bytes = self._check_peer("send", dst, size_bytes)
-        if self._posts is not None and self._posts.too_many(self.env.now):
-            raise self._misuse(f"send({dst}, ...)", self._posts.problem(self.env.now))
+        if self._posts is not None:
+            self._users_call("send", dst)
         arrived = Signal(self.env)
         tag = self.stream.tag if tag is None else self._tag("send", tag)
         self.network.send(self.npu_id, dst, tag, size_bytes, self._sent, arrived)
@@ -185,8 +199,8 @@ class Phase:
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
             dst, size_bytes = self._check_peer("post", dst, size_bytes)
-        if self._posts is not None and self._posts.too_many(self.env.now):
-            raise self._misuse(f"post({dst}, ...)", self._posts.problem(self.env.now))
+        if self._posts is not None:
+            self._users_call("post", dst)
         tag = self.stream.tag if tag is None else self._tag("post", tag)
         self.network.send(self.npu_id, dst, tag, size_bytes, self._posted, None)
 
@@ -208,8 +222,8 @@ class Phase:
         if type(src) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= src < self.system.total_npus or src == self.npu_id:
             src, size_bytes = self._check_peer("recv", src, size_bytes)
-        if self._posts is not None and self._posts.too_many(self.env.now):
-            raise self._misuse(f"recv({src}, ...)", self._posts.problem(self.env.now))
+        if self._posts is not None:
+            self._users_call("recv", src)
         received = Signal(self.env)
         tag = self.stream.tag if tag is None else self._tag("recv", tag)
         if self._posts is None:
@@ -234,7 +248,7 @@ class Phase:
         if reduce_bytes:
             reduce_bytes = users_int(reduce_bytes)
             if type(reduce_bytes) is not int or reduce_bytes < 0:
-                raise self._misuse(f"endpoint(reduce_bytes={reduce_bytes!r})",
+                raise self._misuse(f"endpoint(reduce_bytes={shown(reduce_bytes, 60)})",
                                    f"the bytes to reduce are an integer >= 0{_divided(reduce_bytes)}")
             back.result = reduce_bytes  # until it fires: what to reduce after the delay
             self.clock.register(self._endpoint_ns, self._reduce, back)
@@ -249,7 +263,7 @@ class Phase:
         if type(delay_ns) is not int or not 0 <= delay_ns <= HORIZON_NS:
             whole = whole_ns(delay_ns)
             if whole is None:
-                raise self._misuse(f"wait({delay_ns!r})", "a delay is a finite number of ns >= 0 (a fraction is "
+                raise self._misuse(f"wait({shown(delay_ns, 60)})", "a delay is a finite number of ns >= 0 (a fraction is "
                                                          "cut: simulated time is counted in whole ns)")
             delay_ns = whole
         later = Signal(self.env)

@@ -37,7 +37,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from simpy_astra.plugins import is_ours, shown, unfit_call
+from simpy_astra.plugins import asyncio_kind, is_ours, shown, unfit_call
 
 #: what each probe point passes its watchers (the list above)
 ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
@@ -52,13 +52,16 @@ ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_n
 def check_watcher(fn: Any, called: str, args: tuple[str, ...], where: str) -> None:
     """Refuse, as ``where`` (``watch('link_start', fn)``), a watcher the point cannot call as
     ``called(args)``: one that is not callable, takes other parameters (it failed in the run's
-    first milestone, inside the element's code) or is a generator function (called, it returns
-    a generator and runs none of its lines: every milestone dropped in silence)."""
+    first milestone, inside the element's code) or is a generator or async function (called, it
+    returns a generator or coroutine and runs none of its lines: every milestone dropped in
+    silence)."""
     if not callable(fn):
         raise TypeError(f"{where}: {called} must be callable, taking ({', '.join(args)}) (got {shown(fn)})")
-    if inspect.isgeneratorfunction(fn):
-        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is a generator function: called, it returns a "
-                        f"generator and runs none of its lines; give a plain function, or read sim.stream(kind) "
+    made = "a generator function" if inspect.isgeneratorfunction(fn) else asyncio_kind(fn)
+    if made:
+        returned = {"a generator function": "a generator", "an async function": "a coroutine"}.get(made, "an async generator")
+        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is {made}: called, it returns {returned} "
+                        f"and runs none of its lines; give a plain function, or read sim.stream(kind) "
                         f"from a process of yours (yield store.get())")
     unfit = unfit_call(fn, *args)
     if unfit:

@@ -177,9 +177,10 @@ class FoldSetup:
                     if not choice.algorithm.rotation_symmetric:
                         with_dims[d] = {0}
                     xor_dims = xor_dims and choice.algorithm.xor_symmetric
-        # a group subset runs the configured algorithm if the list has one entry, else ring
-        subsets = [resolve(subset_algorithm_name(names)).algorithm
-                   for names in system.implementations.values() if names]
+        # a group subset runs the system's group algorithm, else the configured one if the list
+        # has one entry, else ring
+        subsets = [resolve(system.group_implementations.get(kind) or subset_algorithm_name(names)).algorithm
+                   for kind, names in system.implementations.items() if names]
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms, links=how == "links",
@@ -202,7 +203,8 @@ def trusted_claims(system: Any, link_model_name: str | None = None) -> list[str]
         from simpy_astra.network.models import lookup_link
 
         link_model = lookup_link(link_model_name)
-    names = sorted({name for names in system.implementations.values() for name in names})
+    names = sorted({name for names in system.implementations.values() for name in names}
+                   | set(system.group_implementations.values()))
     claims = [f"collective {claim}" for claim in map(unchecked_claim, names) if claim is not None]
     if link_model is not None and not is_ours(link_model) and \
             link_model.symmetric is True:

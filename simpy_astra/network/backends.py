@@ -17,16 +17,19 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra.registry_names import same_definition
 from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import (
     PluginError,
     a_kind,
+    asyncio_kind,
     from_entry_point,
     import_object,
     is_ours,
     origin,
     raised_in_users_code,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
     user_code_problem,
 )
@@ -192,11 +195,11 @@ def register(spec: BackendSpec) -> BackendSpec:
     that ``folds="pairs"`` without a ``folded`` factory gets the analytical backend's folded network,
     checking that promise on each pair it times. A name already given to another backend is a ValueError."""
     if not isinstance(spec, BackendSpec):
-        raise TypeError(f"network backend {spec!r} is not a BackendSpec(name, help, build, folds, folded)")
+        raise TypeError(f"network backend {shown(spec, 120)} is not a BackendSpec(name, help, build, folds, folded)")
     if not isinstance(spec.name, str) or not spec.name.isidentifier():
         raise ValueError(f"network backend name {spec.name!r} must be a word (letters, digits, _)")
     if not callable(spec.build):
-        raise TypeError(f"network backend '{spec.name}': build {spec.build!r} is not callable")
+        raise TypeError(f"network backend '{spec.name}': build {shown(spec.build, 120)} is not callable")
     if unfit_call(spec.build, None, None, None, None):  # the run calls it so
         if isinstance(spec.build, type):  # the network class itself, whose __init__ takes (env, dims)
             raise TypeError(f"network backend '{spec.name}': build is the class {spec.build.__qualname__}, which "
@@ -213,7 +216,7 @@ def register(spec: BackendSpec) -> BackendSpec:
         raise ValueError(f"network backend '{spec.name}': folds='links' needs its folded network (folded=...); "
                          f"or leave folds None")
     taken = BACKENDS.get(spec.name)
-    if taken is not None and origin(taken.build) != origin(spec.build):
+    if taken is not None and not same_definition(taken.build, spec.build):
         raise ValueError(f"network backend name '{spec.name}' is already taken by {origin(taken.build)}; "
                          f"register {origin(spec.build)} under another name")
     if taken is None or taken.build is not spec.build:
@@ -292,6 +295,11 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         _models_taken(name, config, network)
         if isinstance(network, RegisteredName):  # a subclass of ours: its errors name the backend run
             network.run_as(name)
+        for method in ("send", "message_delay_ns"):  # what a backend of one's own overrides, called unawaited
+            if asyncio_kind(getattr(network, method, None)):
+                raise PluginError(f"network backend '{name}': {type(network).__qualname__}.{method} is "
+                                  f"{asyncio_kind(getattr(network, method))} (async def), which nothing in a SimPy "
+                                  f"run awaits: write it as a plain method (docs/backends.md)")
         delay = getattr(network, "message_delay_ns", None)  # the hook a backend of one's own overrides
         unfit = unfit_call(delay, None, None, None) if callable(delay) else None
         if unfit:  # else the first send fails at the call, before a line of theirs runs

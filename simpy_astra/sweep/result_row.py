@@ -29,6 +29,21 @@ FLAG_NAMES = ("fits",)
 REQUIRED_OK = ("finish_ns",)
 
 
+#: a null coordinate's cell: as the sweep file, the summary and every point's label write it (an
+#: empty cell is a figure a point has not); a file from before it has an empty cell there
+NULL_CELL = "null"
+
+
+def coordinate_cell(value: Any) -> str:
+    """A point's coordinate as results.csv keeps it: null as :data:`NULL_CELL`, else :func:`csv_value`."""
+    return NULL_CELL if value is None else csv_value(value)
+
+
+def coordinate_cells(value: Any) -> tuple[str, ...]:
+    """The cells a row written by this or an earlier version holds for the coordinate ``value``."""
+    return (NULL_CELL, "") if value is None else (csv_value(value),)
+
+
 def csv_value(value: Any) -> str:
     if value is None:
         return ""

@@ -9,8 +9,9 @@ their size (``oversubscription`` under one leaf switch) or that their algorithm 
 tree's fitted share beside ``nccl_algo: nvls``). Running both gave two rows of one step, the
 first crowned best of a tie, and read as a finding that the axis changes nothing. The job is
 Megatron's own reading of the arguments (:func:`~simpy_astra.workloads.megatron.arguments.parse`,
-half a millisecond) and the cluster the loader's (:func:`~simpy_astra.config.cluster.load_cluster`),
-so a point is compared by what runs, not by how it was written.
+made once as the point is expanded, :mod:`~simpy_astra.sweep.point_job`) and the cluster the
+loader's (:func:`~simpy_astra.config.cluster.load_cluster`), so a point is compared by what
+runs, not by how it was written.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 from typing import Any
 
 from simpy_astra.config.field_values import show_value
+from simpy_astra.config.jobs import JOB_DEFAULTS, without_defaults
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 
@@ -46,7 +48,7 @@ class AlikePoints:
 
     def add(self, point: Any) -> None:
         """``point`` (a sweep Point) joins the points unless one of them runs its step."""
-        key = run_key(point.scenario, self._reads, self._blocks)
+        key = run_key(point.scenario, self._reads, self._blocks, _job(point))
         self.order.append(point.key)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings)
@@ -57,7 +59,8 @@ class AlikePoints:
         if key.warnings < warned:  # the earlier point's place, the later one's writing
             kept, dropped = point, self.points[at]
             self.points[at], self._at[key.text] = point, (at, key.warnings)
-        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario, self._reads), []).append((dropped, at))
+        why = why_alike(kept.scenario, dropped.scenario, self._reads, (_job(kept), _job(dropped)))
+        self._pairs.setdefault(why, []).append((dropped, at))
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
@@ -109,12 +112,14 @@ class RunKey:
 
 
 def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
-            blocks: dict[str, tuple[str, int] | None] | None = None) -> RunKey:
+            blocks: dict[str, tuple[str, int] | None] | None = None, job: Any = None) -> RunKey:
     """The point of ``scenario`` compared by what it runs (by its scenario where that cannot be
     read: such a point is refused or fails on its own, saying why); ``reads`` and ``blocks``
-    keep each cluster and each inline system or network read, for the next point."""
+    keep each cluster and each inline system or network read, for the next point; ``job``: its
+    Megatron job as the point was expanded with it (None: none, or refused)."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
-    job = _job(scenario)
+    if isinstance(scenario.get("jobs"), list):  # a job's key written at its value when left out
+        doc["jobs"] = [without_defaults(job) if isinstance(job, dict) else job for job in scenario["jobs"]]
     read = _cluster_read(scenario, {} if reads is None else reads, job)
     if job is not None:
         # --fp8-format on Megatron's own layers runs them in bf16: on a GPU with FP8 units (which
@@ -169,16 +174,23 @@ def _load_block(key: str, block: dict[str, Any], scale: float) -> tuple[str, int
     return repr(fields), warned
 
 
-def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None) -> str:
+def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
+              megatron: tuple[Any, Any] = (None, None)) -> str:
     """Why the scenarios ``one`` and ``other``, which :func:`run_key` finds alike, run alike
-    ('' when they read alike)."""
+    ('' when they read alike); ``megatron``: their Megatron jobs, as for :func:`run_key`."""
     if json.dumps(one, sort_keys=True, default=str) == json.dumps(other, sort_keys=True, default=str):
         return ""
     why = []
     if megatron_args_of(one) != megatron_args_of(other):
         why.append("Megatron-LM runs their arguments alike")
     reads = {} if reads is None else reads
-    read = [_cluster_read(one, reads, _job(one)), _cluster_read(other, reads, _job(other))]
+    read = [_cluster_read(one, reads, megatron[0]), _cluster_read(other, reads, megatron[1])]
+    jobs = [s.get("jobs") if isinstance(s.get("jobs"), list) else [] for s in (one, other)]
+    for i, (mine, theirs) in enumerate(zip(*jobs, strict=False)):
+        for key, a, b in _differences(mine if isinstance(mine, dict) else {}, theirs if isinstance(theirs, dict) else {},
+                                      f"jobs.{i}"):
+            if key.rpartition(".")[2] in JOB_DEFAULTS and _ABSENT in (a, b):
+                why.append(f"{key} {show_value(b if a is _ABSENT else a)} is what the job has without it")
     for where in ("cluster", "system", "network"):
         blocks = [s.get(where) if isinstance(s.get(where), dict) else {} for s in (one, other)]
         for key, mine, theirs in _differences(blocks[0], blocks[1], where):
@@ -216,20 +228,11 @@ def _differences(one: dict[str, Any], other: dict[str, Any], where: str) -> list
     return out
 
 
-def _job(scenario: dict[str, Any]) -> Any:
-    """The Megatron job a scenario launches, or None (no Megatron workload, or arguments that
-    a point's own run refuses)."""
-    args = megatron_args_of(scenario)
-    cluster = scenario.get("cluster")
-    gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
-    if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        return None
-    from simpy_astra.workloads.megatron.arguments import parse
-
-    try:
-        return parse(args, gpus, "workload")
-    except InputError:  # an invalid layout too (InvalidConfigurationError is one)
-        return None
+def _job(point: Any) -> Any:
+    """The Megatron job a sweep point launches, as it was parsed when the point was expanded
+    (:mod:`~simpy_astra.sweep.point_job`), or None (no Megatron workload, or arguments that its
+    own run refuses)."""
+    return point.megatron.job if point.megatron is not None else None
 
 
 def _played_pairs(scenario: dict[str, Any], job: Any) -> tuple[tuple[int, int], ...] | None:
@@ -291,7 +294,7 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
     """What the run of ``scenario`` reads of its cluster, None where it is not read so (no
     cluster, one the loader refuses, a key written that the run refuses beside the rest: such
     a point is compared as written, and fails on its own); ``reads`` keeps each one read;
-    ``job``: the scenario's Megatron job as :func:`_job` parsed it (None: another workload's
+    ``job``: the scenario's Megatron job as the point was expanded with it (None: another workload's
     layout is read, :func:`_job_reads`)."""
     cluster = scenario.get("cluster")
     if not isinstance(cluster, dict):

@@ -53,6 +53,7 @@ from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import Expression, type_mismatch
 from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
+from simpy_astra.sweep.point_job import PointJob, point_job
 from simpy_astra.sweep.result_names import DEFAULT_REPORT, HIGHER_IS_BETTER, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints, SameRun
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
@@ -73,6 +74,8 @@ class Point:
     #: and in fewer columns, its words' values without their names (``bandwidth=50 ring``)
     label: str = field(default="", compare=False)
     terse: str = field(default="", compare=False)
+    #: its Megatron job, parsed once as it was expanded (None: no Megatron job on a GPU count)
+    megatron: PointJob | None = field(default=None, compare=False)
 
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
@@ -235,8 +238,9 @@ class SweepSpec:
             # cannot judge it: the point stays, and shows why it cannot run
             first = first or values
             if all(not f.names <= values.keys() or self._keeps(f, values, coords) for f in self.goals.point_filters):
-                alike.add(Point(key, coords, scenario, flags, " ".join(
-                    point_words(self.axes, coords)), " ".join(point_words(self.axes, coords, terse=True))))
+                alike.add(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
+                                " ".join(point_words(self.axes, coords, terse=True)),
+                                point_job(scenario, point_label(self.path, coords))))
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
         self.same_runs, self.order = alike.same_runs(), alike.order
         out = alike.points

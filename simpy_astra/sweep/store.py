@@ -40,6 +40,7 @@ from simpy_astra.sweep.result_row import (
     SAME_COLUMN,
     STATUS_COLUMNS,
     WARNINGS_COLUMN,
+    coordinate_cell,
     csv_value,
     row_digest,
 )
@@ -146,7 +147,7 @@ class ResultsStore:
             del self.rows[key]
         added = [same for key, same in now.items() if key not in self.rows]
         for same in added:
-            row = {"key": same.point.key, **{c: csv_value(v) for c, v in same.point.coordinates.items()},
+            row = {"key": same.point.key, **{c: coordinate_cell(v) for c, v in same.point.coordinates.items()},
                    "status": "same", WARNINGS_COLUMN: same.why, SAME_COLUMN: same.runs_as}
             self.rows[same.point.key] = {**row, DIGEST_COLUMN: row_digest(row)}
         return bool(stale or added)
@@ -219,7 +220,7 @@ class ResultsStore:
         return key in self.rows
 
     def append(self, key: str, coordinates: dict[str, Any], figures: dict[str, Any]) -> None:
-        row = {"key": key, **{c: csv_value(v) for c, v in coordinates.items()},
+        row = {"key": key, **{c: coordinate_cell(v) for c, v in coordinates.items()},
                **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS, WARNINGS_COLUMN)},
                INPUTS_COLUMN: self.point_inputs.get(key, "")}
         row[DIGEST_COLUMN] = row_digest(row)

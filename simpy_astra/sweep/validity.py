@@ -8,7 +8,8 @@ up front. A sweep with an axis over other fields (``backend``, ``network.bandwid
 loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
 with the loader's own words. A rule on the cluster's GPU (FP8 without FP8 units) is checked on
 the GPU as the cluster loads it, about 0.2 ms a point, and so is one of its nodes (NVLS on
-nodes without NVSwitch-3).
+nodes without NVSwitch-3). A point's job is the one parsed as it was expanded
+(:mod:`~simpy_astra.sweep.point_job`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.plugins import PluginError
-from simpy_astra.sweep.axis_paths import megatron_args_of
-from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.sweep.point_job import PointJob
 
 INVALID = "invalid"
 
@@ -29,23 +29,24 @@ def invalid_figures(exc: InvalidConfigurationError, where: str) -> dict[str, Any
     return {"status": INVALID, "error": f"{exc.rule}: {text}", "rule": exc.rule, "wall_s": 0.0}
 
 
-def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[dict[str, Any] | None, str]:
+def verdict(scenario: dict[str, Any], where: str, load: bool = False,
+            megatron: PointJob | None = None) -> tuple[dict[str, Any] | None, str]:
     """(the invalid row of a point Megatron refuses, or None; why a point will fail when it
     runs, or ''): a value beyond what the simulator builds, such as a trace of more nodes than
     its bound, which ``--list`` shows rather than only the run. ``load``: read the whole point
-    with the scenario loader too (the sweep has axes beyond Megatron's flags)."""
-    args = megatron_args_of(scenario)
-    cluster = scenario.get("cluster")
-    gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
-    if args is not None and isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1:
+    with the scenario loader too (the sweep has axes beyond Megatron's flags). ``megatron``: the
+    point's job as it was expanded with it (:mod:`~simpy_astra.sweep.point_job`), read here
+    rather than parsed again."""
+    if megatron is not None:
         # deferred: the generator's modules cost a sweep without Megatron's flags 0.16 s to import
         from simpy_astra.workloads.megatron.generator import on_hardware
 
         try:
-            job = parse(args, gpus, f"{where}: workload")
-            gpu = _gpu(cluster, where)
+            if megatron.refused is not None:
+                raise megatron.refused
+            gpu = _gpu(scenario["cluster"], where)
             if gpu is not None:  # what Megatron refuses of the cluster's GPU (FP8 on an A100)
-                on_hardware(job, gpu, f"{where}: workload.args")
+                on_hardware(megatron.job, gpu, f"{where}: workload.args")
         except InvalidConfigurationError as exc:
             return invalid_figures(exc, where), ""
         except InputError as exc:

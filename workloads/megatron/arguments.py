@@ -18,6 +18,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron import (
     bounds,
     command_line,
+    launcher,
     legacy_models,
     module_rules,
     rules,
@@ -33,18 +34,17 @@ from simpy_astra.workloads.megatron.unmodelled_flags import SMALL_EFFECT
 
 
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
-          gpus_where: str | None = None) -> MegatronJob:
-    """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
-    field the arguments came from; ``gpus_where`` the GPU count's) and the argument. A job
-    Megatron-LM would refuse raises :class:`~simpy_astra.errors.InvalidConfigurationError`
+          gpus_where: str | None = None, gpus_per_node: int | None = None) -> MegatronJob:
+    """The job that ``args`` launch on ``gpus`` GPUs (``gpus_per_node``: a node's, where a
+    cluster gives them). Errors name ``where`` (the file and field the arguments came from;
+    ``gpus_where`` the GPU count's) and the argument. A job Megatron-LM would refuse raises
+    :class:`~simpy_astra.errors.InvalidConfigurationError`
     (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
-    :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
-    tokens = command_line.words(args, where)
-    launched = command_line.launcher_gpus(args, where)
-    if launched is not None and launched[0] not in (None, gpus):
-        raise InputError(f"{where}: the pasted launcher starts {launched[0]:,} GPUs ({launched[1]}), but the job "
-                         f"runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop the "
-                         f"launcher's words")
+    :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`); a
+    pasted launcher unlike the job an :class:`InputError` (:mod:`~simpy_astra.workloads.megatron.launcher`).
+    The command line is split once, its launcher's words and Megatron's from the same split."""
+    launcher_words, tokens = command_line.launch_line(args, where)
+    launcher.check(launcher_words, gpus, gpus_per_node, where, gpus_where)
     command_line.one_name_each(tokens, where)
     p = reading_parser()
     reading = command_line.read(tokens, p.options, lambda f: ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,

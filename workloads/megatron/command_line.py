@@ -90,6 +90,12 @@ MAX_WORDS = 4096
 MAX_CHARACTERS = 1 << 20
 
 
+def words(args: object, where: str) -> list[str]:
+    """``args`` (one string as in a launch script, or a list of words) as words, at most
+    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped."""
+    return launch_line(args, where)[1]
+
+
 #: Megatron-LM's training scripts (of its history and branches) of other models than
 #: pretrain_gpt.py's GPT: their arguments read alike, and the step simulated would be a GPT's
 _OTHER_MODELS = {
@@ -106,17 +112,18 @@ _OTHER_MODELS = {
 }
 
 
-def words(args: object, where: str) -> list[str]:
-    """``args`` (one string as in a launch script, or a list of words) as words, at most
-    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped;
-    a pasted script of Megatron-LM's that trains another model than GPT is refused."""
+def launch_line(args: object, where: str) -> tuple[list[str], list[str]]:
+    """``args`` split once: (a pasted launcher's words, up to ``pretrain_gpt.py``; Megatron-LM's
+    words after it). :mod:`~simpy_astra.workloads.megatron.launcher` reads the first. A pasted
+    script of Megatron-LM's that trains another model than GPT is refused."""
     tokens = _split(args, where)
-    arguments = _launcher_dropped(tokens)
-    script = tokens[len(tokens) - len(arguments) - 1].rpartition("/")[2] if len(arguments) < len(tokens) else ""
+    megatron = _launcher_dropped(tokens)
+    launcher = tokens[:len(tokens) - len(megatron)]
+    script = launcher[-1].rpartition("/")[2] if launcher else ""
     if script in _OTHER_MODELS:
         raise InputError(f"{where}: {script} trains {_OTHER_MODELS[script]}; this simulates pretrain_gpt.py's GPT "
                          f"model only; give its arguments to pretrain_gpt.py")
-    return arguments
+    return launcher, megatron
 
 
 def _split(args: object, where: str) -> list[str]:
@@ -138,64 +145,6 @@ def _split(args: object, where: str) -> list[str]:
         return _bounded(shell_words.split(text), where)
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
-
-
-#: a pasted launcher's flags that give the job's GPUs, by launcher: (its whole count, its count
-#: a node, its nodes). torchrun's per node defaults to 1; mpirun's -N is Open MPI's --npernode
-_LAUNCHER_FLAGS = {
-    "torchrun": ((), ("--nproc_per_node", "--nproc-per-node"), ("--nnodes",)),
-    "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn"), ()),
-    "srun": (("-n", "--ntasks"), ("--ntasks-per-node",), ("-N", "--nodes")),
-    "deepspeed": ((), ("--num_gpus", "--num-gpus"), ("--num_nodes", "--num-nodes")),
-}
-#: the words that start each launcher (``python -m torch.distributed.run`` starts torchrun)
-_LAUNCHER_NAMES = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun", "torch.distributed.run": "torchrun",
-                   "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun",
-                   "deepspeed": "deepspeed"}
-
-
-def launcher_gpus(args: object, where: str) -> tuple[int | None, str, int | None] | None:
-    """The GPUs a pasted launcher (``torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py``,
-    ``mpirun -np 16``, ``srun -N 2 --ntasks-per-node 8``, ``deepspeed --num_gpus 8``) starts
-    in all and a node, each None where it names none, with how it says so; None where no
-    launcher is pasted or it names no count: its words are dropped before Megatron's are read,
-    so a count unlike the job's ran on the job's in silence. Of launchers nested (``srun ...
-    torchrun ...``) the last, which starts the workers, counts."""
-    tokens = _split(args, where)
-    launcher = tokens[:len(tokens) - len(_launcher_dropped(tokens))]
-    kind, found = None, {}
-    for i, word in enumerate(launcher):
-        started = _LAUNCHER_NAMES.get(word.rpartition("/")[2])
-        if started:
-            kind, found = started, {}
-            continue
-        flag, eq, value = _launcher_flag(word, kind) if kind else ("", "", "")
-        if flag:
-            found[flag] = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
-    if not kind or not found or not all(v.isdigit() for v in found.values()):  # 'gpu', an elastic '1:4'
-        return None
-    total_flags, node_flags, nodes_flags = _LAUNCHER_FLAGS[kind]
-    total, per_node, nodes = (next((int(found[f]) for f in flags if f in found), None)
-                              for flags in (total_flags, node_flags, nodes_flags))
-    if kind == "torchrun":  # its defaults: one node, one process on it
-        per_node, nodes = per_node or 1, nodes or 1
-    if total is None and per_node is not None and nodes is not None:
-        total = per_node * nodes
-    if total is None and per_node is None:  # the nodes alone: how many a node, the launcher's default
-        return None
-    return total, " x ".join(f"{flag} {found[flag]}" for flag in found), per_node
-
-
-def _launcher_flag(word: str, kind: str) -> tuple[str, str, str]:
-    """``word`` as (a count flag of launcher ``kind``, '=' or '' , its value there) or empty
-    words: ``--nnodes=2``, ``--nnodes`` (its value the next word) and a short flag with its
-    count joined on, as getopt reads it (srun's ``-N4``, ``-n32``)."""
-    flag, eq, value = word.partition("=")
-    flags = [f for names in _LAUNCHER_FLAGS[kind] for f in names]
-    if flag in flags:
-        return flag, eq, value
-    joined = next((f for f in flags if not f.startswith("--") and word.startswith(f) and word[len(f):].isdigit()), "")
-    return (joined, "=", word[len(joined):]) if joined else ("", "", "")
 
 
 def _plain(text: str) -> str:
@@ -257,13 +206,13 @@ def _launcher_dropped(tokens: list[str]) -> list[str]:
     return tokens
 
 
+#: every flag Megatron-LM's pretrain_gpt.py has had: none starts a launcher's words
+_MEGATRON_FLAGS = frozenset((*SWITCHES, *ONE_VALUE, *SEVERAL_VALUES))
+
+
 def _shown(word: str) -> str:
     """``word`` quoted, its middle elided past 60 characters."""
     return repr(word) if len(word) <= 60 else repr(f"{word[:40]} ... {word[-15:]}")
-
-
-#: every flag Megatron-LM's pretrain_gpt.py has had: none starts a launcher's words
-_MEGATRON_FLAGS = frozenset((*SWITCHES, *ONE_VALUE, *SEVERAL_VALUES))
 
 
 def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:

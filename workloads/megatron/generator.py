@@ -29,7 +29,7 @@ from simpy_astra.config.cluster_presets import presets
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
-from simpy_astra.workloads.megatron import attention_backend, command_line
+from simpy_astra.workloads.megatron import attention_backend
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
@@ -59,9 +59,10 @@ WHERE = "workload"
 
 
 def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | None = None,
-                ) -> tuple[MegatronJob, Gpu]:
+                gpus_per_node: int | None = None) -> tuple[MegatronJob, Gpu]:
     """The parsed job and its GPU; ``gpus_where`` names where the GPU count was written (a
-    scenario's ``cluster.gpus``) for errors about it."""
+    scenario's ``cluster.gpus``) for errors about it, ``gpus_per_node`` a node's GPUs (a
+    cluster's; None: unknown)."""
     unknown = sorted(set(params) - {*PARAMS, SCHEDULE_SOURCE})
     if unknown:
         raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
@@ -71,7 +72,8 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
         raise InputError(f"{where}: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: N}}); "
                          f"it gives the GPU count and the GPU")
     gpu_model = Gpu(**gpu)
-    job = on_hardware(parse(params.get("args"), gpus, f"{where}.args", gpus_where), gpu_model, f"{where}.args")
+    job = on_hardware(parse(params.get("args"), gpus, f"{where}.args", gpus_where, gpus_per_node), gpu_model,
+                      f"{where}.args")
     if "schedule" in params:
         job = _with_schedule(params["schedule"], job, gpu_model, f"{where}.schedule")
     return job, gpu_model
@@ -173,18 +175,6 @@ def _given_rate(value: Any, where: str) -> None:
                          f"(0: unknown), or a cluster: that gives it")
 
 
-def _launched_per_node(args: Any, cluster: Cluster, where: str) -> None:
-    """A pasted launcher that starts another count of GPUs a node than the cluster's nodes hold
-    (``--nproc_per_node 4`` on nodes of 8), refused: the step would be timed on nodes of the
-    preset's size, its NVLink groups and rails not the job's."""
-    launched = command_line.launcher_gpus(args, f"{where}.args")
-    per_node = int(cluster.node["gpus"])
-    if launched is not None and launched[0] in (None, cluster.gpus) and launched[2] not in (None, per_node):
-        raise InputError(f"{where}.args: the pasted launcher starts {launched[2]} GPUs a node ({launched[1]}), but "
-                         f"the cluster's nodes hold {per_node}; give cluster.gpus_per_node: {launched[2]}, or drop "
-                         f"the launcher's words")
-
-
 def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[dict[str, Any], MegatronRun]:
     """Registry entry: the arguments parsed once; a scenario's ``cluster`` gives the GPU count
     and the GPU (they join the parameters, so they key the cache)."""
@@ -201,8 +191,7 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
                              f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
-        _launched_per_node(params.get("args"), cluster, where)
-    job, gpu = job_and_gpu(params, where, gpus_where)
+    job, gpu = job_and_gpu(params, where, gpus_where, None if cluster is None else int(cluster.node["gpus"]))
     if cluster is None:
         _given_rate(params.get("tp_link_gb_s", 0.0), where)
     else:

@@ -12,10 +12,12 @@ from collections import Counter
 from pathlib import Path
 
 from simpy_astra.config.unknown_keys import nearest_key
+from simpy_astra.infra.registry_names import same_definition
 from simpy_astra.plugins import (
     PluginError,
     import_object,
     origin,
+    shown,
     spellable,
     unfit_call,
     user_code_problem,
@@ -42,7 +44,7 @@ def register(name: str, schedule: Schedule) -> Schedule:
     naming it (:func:`_checked`)."""
     spellable(name, "pipeline schedule")
     if not callable(schedule):
-        raise TypeError(f"pipeline schedule {name!r}: {schedule!r} is not a function "
+        raise TypeError(f"pipeline schedule {name!r}: {shown(schedule, 120)} is not a function "
                         f"fn(stage, pp, micro_batches, chunks) returning Task lists")
     costs = takes_costs(schedule)  # then the generator passes costs=PassCosts(...) too
     unfit = unfit_call(schedule, 0, 1, 1, 1, **({"costs": None} if costs else {}))
@@ -56,7 +58,7 @@ def register(name: str, schedule: Schedule) -> Schedule:
         raise TypeError(f"pipeline schedule {name!r}: overlap_p2p_comm must be True or False "
                         f"(got {schedule.overlap_p2p_comm!r})")
     taken = SCHEDULES.get(name)  # the same module:function imported again may register again
-    if taken is not None and origin(inspect.unwrap(taken)) != origin(inspect.unwrap(schedule)):
+    if taken is not None and not same_definition(inspect.unwrap(taken), inspect.unwrap(schedule)):
         raise ValueError(f"pipeline schedule {name!r} is already registered (by "
                          f"{origin(inspect.unwrap(taken))}); register {origin(schedule)} under another name")
     SCHEDULES[name] = schedule if schedule in _OURS else _checked(name, inspect.unwrap(schedule))
@@ -162,9 +164,9 @@ def _not_a_task(task: object, micro_batches: int, chunks: int) -> str:
         return "not a Task(kind, micro_batch, chunk)"
     kind, mb, chunk = task
     if kind not in set(Kind):
-        return (f"its kind {kind!r} is not a Kind: write Kind.FORWARD, Kind.BACKWARD, Kind.BACKWARD_INPUT or "
+        return (f"its kind {shown(kind, 60)} is not a Kind: write Kind.FORWARD, Kind.BACKWARD, Kind.BACKWARD_INPUT or "
                 f"Kind.BACKWARD_WEIGHT (from simpy_astra.workloads.schedules.task)")
     for field, value, count in (("micro_batch", mb, micro_batches), ("chunk", chunk, chunks)):
         if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < count):
-            return f"its {field} {value!r} is not a whole number from 0 to {count - 1}"
+            return f"its {field} {shown(value, 60)} is not a whole number from 0 to {count - 1}"
     return ""

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import types
 import typing
+from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Any
 
@@ -28,10 +30,12 @@ from simpy_astra.network.models.strict_priority import StrictPriorityLink
 from simpy_astra.network.switch import SwitchElement
 from simpy_astra.plugins import (
     PluginError,
+    asyncio_kind,
     claim,
     from_entry_point,
     import_object,
     refuse_shadowed_entry_point,
+    shown,
     unfit_call,
 )
 
@@ -60,12 +64,16 @@ def _checked(name: str, model: Any, base: type) -> type:
     """``model`` if it derives from ``base`` (so it keeps every control, fault, statistic and
     probe of the contract), else :class:`~simpy_astra.plugins.PluginError`."""
     if not isinstance(model, type) or not issubclass(model, base):
-        raise PluginError(f"network model '{name}': {model!r} does not derive from {base.__module__}."
+        raise PluginError(f"network model '{name}': {shown(model, 120)} does not derive from {base.__module__}."
                           f"{base.__qualname__} (the contract in simpy_astra/network/README.md)")
     for method, args in (LINK_POLICY if base is LinkElement else SWITCH_POLICY).items():
         fn = getattr(model, method, None)
         if fn is getattr(base, method):
             continue  # the base's own
+        if asyncio_kind(fn):  # the element calls it and uses what it returns: nothing awaits it
+            raise PluginError(f"network model '{name}': {model.__qualname__}.{method} is {asyncio_kind(fn)} (async "
+                              f"def), which nothing in a SimPy run awaits: write it as a plain method"
+                              f"{' (run: a generator function, yield, not await)' if method == 'run' else ''}")
         unfit = unfit_call(fn, None, *args) if callable(fn) else f"{method} = {fn!r}"
         if unfit:  # a call that cannot bind fails before any line of theirs runs: name it now
             raise PluginError(f"network model '{name}': {unfit} cannot be called as "
@@ -103,7 +111,8 @@ def _lookup(name: str, registry: dict[str, type], group: str, base: type, key: s
 #: the positional arguments the contract passes: a link's and a switch's
 LINK_ARGS = ("env", "src", "dst", "bandwidth_gbps", "latency_ns", "on_arrival")
 SWITCH_ARGS = ("env", "device", "forward")
-_CHECKED_TYPES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+_CHECKED_TYPES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
+                  dict: "a mapping", type(None): "null"}
 
 
 def _init_of(model: type) -> Any:
@@ -163,7 +172,8 @@ def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...])
     """Why ``model(*contract, **params)`` cannot be built, in words (one unknown, missing or
     wrongly typed parameter, with its fix), or None. Checked against ``model.__init__``'s
     signature: the parameters after the contract's positional ones, and their annotations
-    where they are ``int``, ``float``, ``str`` or ``bool``."""
+    where they are ``int``, ``float``, ``str``, ``bool``, ``list``, ``dict`` or unions of them
+    with None (``int | None``)."""
     signature = _own_signature(model)
     if signature is None:
         return None  # not introspectable: the call itself will tell
@@ -193,17 +203,31 @@ def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...])
     except Exception:  # noqa: BLE001 - annotations we cannot resolve are not checked
         hints = {}
     for key, value in params.items():
-        want = hints.get(key)
-        if want not in _CHECKED_TYPES:
-            continue
-        # numbers as numbers.py sees them: numpy's (a sweep from Python over np.arange) too
-        ok = (isinstance(value, bool) if want is bool else
-              isinstance(value, Real) and not isinstance(value, bool) if want is float else
-              isinstance(value, Integral) and not isinstance(value, bool) if want is int else
-              isinstance(value, want))
-        if not ok:
-            return f"parameter '{key}' must be {_CHECKED_TYPES[want]} (got {value!r})"
+        kinds = _checked_kinds(hints.get(key))
+        if kinds and not any(_fits(value, kind) for kind in kinds):
+            return f"parameter '{key}' must be {' or '.join(_CHECKED_TYPES[k] for k in kinds)} (got {value!r})"
     return None
+
+
+def _checked_kinds(want: Any) -> tuple[type, ...]:
+    """The kinds of value an annotation allows, each one :data:`_CHECKED_TYPES` knows (``int |
+    None`` and ``Optional[int]``: int and None; ``dict[str, int]``: dict), or () where any part
+    is another (a class of the user's: their ``__init__`` judges it)."""
+    members = typing.get_args(want) if typing.get_origin(want) in (typing.Union, types.UnionType) else (want,)
+    kinds = tuple(typing.get_origin(m) or m for m in members)
+    return kinds if all(k in _CHECKED_TYPES for k in kinds) else ()
+
+
+def _fits(value: Any, kind: type) -> bool:
+    """``value`` is of ``kind``, numbers as numbers.py sees them (numpy's too: a sweep from
+    Python over np.arange), a list as a list or tuple (a Python script's), a dict as a mapping."""
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind in (int, float):
+        return isinstance(value, Integral if kind is int else Real) and not isinstance(value, bool)
+    if kind is list:
+        return isinstance(value, list | tuple)
+    return isinstance(value, Mapping if kind is dict else kind)
 
 
 __all__ = ["check_params", "trial_problem", "LINK_ARGS", "SWITCH_ARGS", "DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",

@@ -1,0 +1,114 @@
+"""A launcher pasted before ``pretrain_gpt.py`` (torchrun, mpirun, srun, deepspeed): the GPUs it
+starts and the NCCL settings it exports, read from the words the command line was split into
+once (:func:`~simpy_astra.workloads.megatron.command_line.launch_line`), and the one place that
+holds them to the job. Its words are not Megatron-LM's and are dropped before those are read,
+so a count unlike the job's, or an exported ``NCCL_ALGO``, ran as the job's in silence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from simpy_astra.errors import InputError
+
+#: a pasted launcher's flags that give the job's GPUs, by launcher: (its whole count, its count
+#: a node, its nodes). torchrun's per node defaults to 1; mpirun's -N is Open MPI's --npernode
+_FLAGS = {
+    "torchrun": ((), ("--nproc_per_node", "--nproc-per-node"), ("--nnodes",)),
+    "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn"), ()),
+    "srun": (("-n", "--ntasks"), ("--ntasks-per-node",), ("-N", "--nodes")),
+    "deepspeed": ((), ("--num_gpus", "--num-gpus"), ("--num_nodes", "--num-nodes")),
+}
+#: the words that start each launcher (``python -m torch.distributed.run`` starts torchrun)
+_NAMES = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun", "torch.distributed.run": "torchrun",
+          "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun", "deepspeed": "deepspeed"}
+
+#: NCCL's variables that change how long a collective takes, each -> the fix: a launcher exports
+#: them (``mpirun -x NCCL_ALGO=Tree``, ``srun --export=ALL,NCCL_PROTO=Simple``, ``NCCL_ALGO=Tree
+#: torchrun``), and the simulator runs NCCL's choice unless the cluster says otherwise. Logging,
+#: interface names and CUDA_DEVICE_MAX_CONNECTIONS=1 (which Megatron-LM asks for) are accepted.
+_TIMING_ENVIRONMENT = {
+    "NCCL_ALGO": "give cluster.nccl_algo instead (ring, tree, nvls, ...)",
+    "NCCL_NVLS_ENABLE": "give cluster.nvls instead",
+    **dict.fromkeys(("NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS",
+                     "NCCL_NTHREADS", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
+                     "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE"),
+                    "it is not modelled (the simulator runs NCCL's own choice)"),
+}
+#: a variable named in a word: ``NAME=value``, ``-x NAME``, ``--export=ALL,NAME=value``
+_VARIABLE = re.compile(r"(?:^|[=,])([A-Z][A-Z0-9_]*)(?=$|[=,])")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The GPUs a pasted launcher starts in all, a node, and its nodes, each None where it names
+    none, and how it says so (``--nproc_per_node 8 x --nnodes 4``)."""
+
+    total: int | None
+    per_node: int | None
+    nodes: int | None
+    how: str
+
+
+def read(launcher: list[str]) -> Launch | None:
+    """What ``launcher`` (the words before ``pretrain_gpt.py``) starts; None where no launcher
+    is pasted or it names no count (``gpu``, an elastic ``1:4``). Of launchers nested (``srun
+    ... torchrun ...``) the last, which starts the workers, counts."""
+    kind, found = None, {}
+    for i, word in enumerate(launcher):
+        started = _NAMES.get(word.rpartition("/")[2])
+        if started:
+            kind, found = started, {}
+            continue
+        flag, eq, value = _count_flag(word, kind) if kind else ("", "", "")
+        if flag:
+            found[flag] = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
+    if not kind or not found or not all(v.isdigit() for v in found.values()):
+        return None
+    total, per_node, nodes = (next((int(found[f]) for f in flags if f in found), None) for flags in _FLAGS[kind])
+    if kind == "torchrun":  # its defaults: one node, one process on it
+        per_node, nodes = per_node or 1, nodes or 1
+    if total is None and per_node is not None and nodes is not None:
+        total = per_node * nodes
+    return Launch(total, per_node, nodes, " x ".join(f"{flag} {found[flag]}" for flag in found))
+
+
+def _count_flag(word: str, kind: str) -> tuple[str, str, str]:
+    """``word`` as (a count flag of launcher ``kind``, '=' or '', its value there) or empty
+    words: ``--nnodes=2``, ``--nnodes`` (its value the next word) and a short flag with its
+    count joined on, as getopt reads it (srun's ``-N4``, ``-n32``: dropped unread before)."""
+    flag, eq, value = word.partition("=")
+    flags = [f for names in _FLAGS[kind] for f in names]
+    if flag in flags:
+        return flag, eq, value
+    joined = next((f for f in flags if not f.startswith("--") and word.startswith(f) and word[len(f):].isdigit()), "")
+    return (joined, "=", word[len(joined):]) if joined else ("", "", "")
+
+
+def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str, gpus_where: str | None) -> None:
+    """Refuse a pasted launcher that starts another count of GPUs than the job's ``gpus``, or
+    (where the cluster's ``gpus_per_node`` is known) another count a node, or only nodes that
+    hold another count (``srun -N 4`` of a job that fills 2); or that exports an NCCL setting
+    that changes a collective's time (:data:`_TIMING_ENVIRONMENT`)."""
+    launch = read(launcher)
+    if launch is not None and launch.total is not None and launch.total != gpus:
+        raise InputError(f"{where}: the pasted launcher starts {launch.total:,} GPUs ({launch.how}), but the job "
+                         f"runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop the "
+                         f"launcher's words")
+    if launch is not None and gpus_per_node is not None and launch.per_node not in (None, gpus_per_node):
+        raise InputError(f"{where}: the pasted launcher starts {launch.per_node} GPUs a node ({launch.how}), but "
+                         f"the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: {launch.per_node}, "
+                         f"or drop the launcher's words")
+    if launch is not None and launch.total is None and launch.nodes is not None and gpus_per_node is not None \
+            and launch.nodes * gpus_per_node != gpus:  # a node's GPUs each, the launcher's default
+        raise InputError(f"{where}: the pasted launcher starts {launch.nodes:,} nodes ({launch.how}), "
+                         f"{launch.nodes * gpus_per_node:,} GPUs at the cluster's {gpus_per_node} a node, but the "
+                         f"job runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop "
+                         f"the launcher's words")
+    for word in launcher:
+        name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT), None)
+        if name is not None:
+            raise InputError(f"{where}: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
+                             f"collectives take and is not read from here; {_TIMING_ENVIRONMENT[name]}, and drop "
+                             f"it from the launcher's words")
