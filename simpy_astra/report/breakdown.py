@@ -317,6 +317,7 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     classifier = Classifier(names, p2p_name)
     wanted = None if only is None else sim.npu_for(only)
     moved: dict[int, list[tuple[int, int]]] | None = None  # a folded run's groups by shift, made once
+    renames: dict[int, tuple] = {}  # shift -> its renaming's key: the orbits' members share shifts
     for rec in record.npus:
         if wanted is not None and sim.npu_for(rec.npu_id) is not wanted:
             continue
@@ -337,11 +338,14 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         if moved is None:
             moved = _groups_by_shift(sim.folding)
         renamed: dict[tuple, Breakdown] = {}  # members whose groups are renamed alike share one
+        shift_of = sim.folding.shift_of
         for member in sim.orbit_of(rec.npu_id):
-            parts = _member_parts(moved.get(sim.folding.shift_of[member], ()), names)
-            key = tuple(sorted(parts.items()))
+            shift = shift_of[member]
+            key = renames.get(shift)
+            if key is None:
+                key = renames[shift] = tuple(sorted(_member_parts(moved.get(shift, ()), names).items()))
             if key not in renamed:
-                renamed[key] = _renamed(result, parts)
+                renamed[key] = _renamed(result, dict(key))
             out[member] = renamed[key]
     return out
 

@@ -1,0 +1,42 @@
+"""The researcher's console, round 6: what a folded run's reports cost, counted rather than
+timed (the work done per NPU of every orbit, which grows with the GPUs and not the
+simulation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.cli.main import main
+from simpy_astra.report import breakdown
+from tests.test_console import GPUS, JOB
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+
+
+def test_orbit_members_renaming_is_worked_out_once_per_shift_not_once_per_gpu(tmp_path, monkeypatch, capsys):
+    """A 16,384-GPU folded step spent as long on its members' part renaming as on the
+    simulation (a pass over some sixty groups for each GPU): what a member's groups rename
+    depends only on its shift, which the NPUs of every orbit share."""
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB)
+    shifts = []
+    member_parts = breakdown._member_parts
+    monkeypatch.setattr(breakdown, "_member_parts", lambda groups, names: shifts.append(1) or member_parts(groups, names))
+    found = {}
+    npu_breakdowns = breakdown.npu_breakdowns
+
+    def spy(record, *a, **k):
+        found["folding"] = record.sim.folding
+        return npu_breakdowns(record, *a, **k)
+
+    monkeypatch.setattr(breakdown, "npu_breakdowns", spy)
+    assert main(["run", str(job)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("iteration time ")
+    folding = found["folding"]
+    assert folding is not None  # the job folds: 64 GPUs, a few simulated
+    assert len(shifts) == len(set(folding.shift_of)) < GPUS
