@@ -40,3 +40,18 @@ def test_orbit_members_renaming_is_worked_out_once_per_shift_not_once_per_gpu(tm
     folding = found["folding"]
     assert folding is not None  # the job folds: 64 GPUs, a few simulated
     assert len(shifts) == len(set(folding.shift_of)) < GPUS
+
+
+def test_a_sweep_with_nothing_left_to_run_draws_no_progress_bar():
+    """A sweep run again over its own results (every point already in results.csv) drew a live
+    bar on a terminal, ``sweep 0/0 0:00:00 eta -:--:--``, above the summary: progress of nothing."""
+    import io
+
+    from simpy_astra.report.output import Output
+    from simpy_astra.sweep.runner import run_local
+
+    stream = io.StringIO()
+    out = Output(stream, rich=True)
+    outcome = run_local([], 2, None, lambda *a: None, out)
+    assert (outcome.finished, outcome.interrupted) == (0, False)
+    assert stream.getvalue() == ""
