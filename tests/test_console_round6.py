@@ -55,3 +55,38 @@ def test_a_sweep_with_nothing_left_to_run_draws_no_progress_bar():
     outcome = run_local([], 2, None, lambda *a: None, out)
     assert (outcome.finished, outcome.interrupted) == (0, False)
     assert stream.getvalue() == ""
+
+
+class _CountedParts(dict):
+    """A breakdown's parts that count how often a figure is read."""
+
+    reads = 0
+
+    def get(self, key, default=None):
+        _CountedParts.reads += 1
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("npus", [7, 1000])  # an odd count (a middle figure) and an even one (the mean of two)
+def test_the_spread_reads_each_distinct_breakdown_once_and_gives_every_npus_statistics(npus):
+    """A folded 16,384-GPU step's min / median / max were taken over 16,384 figures per part,
+    read from 16 distinct breakdowns; now from those 16, each weighed by its NPUs: the same
+    figures as the statistics of every NPU's, derived here the long way."""
+    import statistics
+
+    from simpy_astra.report.breakdown import Breakdown, finish_spread, spread
+
+    shared = [Breakdown(100 + k, _CountedParts({"compute.gemm": 10 * k + 1, "comm.tp": 7 * (k % 2)}))
+              for k in range(3)]
+    shared.append(Breakdown(90, _CountedParts({"compute.gemm": 5, "bubble": 3})))  # no comm.tp: counts 0
+    breakdowns = {npu: shared[(npu * 5) % 4 if npu % 3 else 3] for npu in range(npus)}
+    _CountedParts.reads = 0
+    got = spread(breakdowns)
+    assert _CountedParts.reads <= len(shared) * len(got) < npus * len(got) or npus < 10
+    for name, figures in got.items():
+        values = [b.parts.get(name, 0) for b in breakdowns.values()]
+        assert figures == (min(values), statistics.median(values), max(values))
+        assert [type(v) for v in figures] == [type(v) for v in (min(values), statistics.median(values),
+                                                                 max(values))]
+    finishes = [b.finish_ns for b in breakdowns.values()]
+    assert finish_spread(breakdowns) == (min(finishes), statistics.median(finishes), max(finishes))

@@ -36,7 +36,6 @@ minus GPU compute time), which the reference lines keep.
 from __future__ import annotations
 
 import heapq
-import statistics
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -394,10 +393,37 @@ def critical(breakdowns: dict[int, Breakdown]) -> int:
 
 
 def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]]:
-    """Per part, (min, median, max) over every NPU (an NPU without the part counts 0)."""
-    names = sorted({p for b in breakdowns.values() for p in b.parts}, key=part_rank)
-    out = {}
-    for name in names:
-        values = [b.parts.get(name, 0) for b in breakdowns.values()]
-        out[name] = (min(values), statistics.median(values), max(values))
-    return out
+    """Per part, (min, median, max) over every NPU (an NPU without the part counts 0). A folded
+    run's orbit members share their representative's breakdown: each distinct one is read
+    once, weighed by its NPUs (16,384 GPUs, 16 distinct), the figures those of every NPU's."""
+    weights: dict[int, list] = {}  # id -> [breakdown, NPUs]
+    for b in breakdowns.values():
+        weights.setdefault(id(b), [b, 0])[1] += 1
+    distinct = list(weights.values())
+    names = sorted({p for b, _n in distinct for p in b.parts}, key=part_rank)
+    return {name: _weighed([(b.parts.get(name, 0), n) for b, n in distinct]) for name in names}
+
+
+def finish_spread(breakdowns: dict[int, Breakdown]) -> tuple[int, float, int]:
+    """(min, median, max) of every NPU's finish, each distinct breakdown read once."""
+    weights: dict[int, list] = {}
+    for b in breakdowns.values():
+        weights.setdefault(id(b), [b.finish_ns, 0])[1] += 1
+    return _weighed(list(weights.values()))
+
+
+def _weighed(counted: list) -> tuple[int, float, int]:
+    """min, ``statistics.median`` and max of the values ``counted`` lists as (value, times):
+    the middle one of an odd count, the mean of the middle two of an even one."""
+    counted = sorted(counted)
+    total = sum(n for _v, n in counted)
+
+    def at(k: int):  # the k-th value (from 0) of them all in order
+        for value, n in counted:
+            if k < n:
+                return value
+            k -= n
+        raise IndexError(k)
+
+    middle = at(total // 2) if total % 2 else (at(total // 2 - 1) + at(total // 2)) / 2
+    return counted[0][0], middle, counted[-1][0]
