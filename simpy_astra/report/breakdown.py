@@ -317,13 +317,19 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     wanted = None if only is None else sim.npu_for(only)
     moved: dict[int, list[tuple[int, int]]] | None = None  # a folded run's groups by shift, made once
     renames: dict[int, tuple] = {}  # shift -> its renaming's key: the orbits' members share shifts
+    parts_by_key: dict = {}  # (node type, id of its attributes dict) -> node_part: the nodes live throughout
     for rec in record.npus:
         if wanted is not None and sim.npu_for(rec.npu_id) is not wanted:
             continue
         nodes = sim.npu_for(rec.npu_id).nodes
 
-        def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
-            return node_part(nodes[nid], names, p2p_name)
+        def part_of(nid: int, nodes=nodes):  # by (type, attributes): the graphs share a few hundred
+            node = nodes[nid]
+            key = (node.type, id(node.attrs))
+            part = parts_by_key.get(key, parts_by_key)
+            if part is parts_by_key:
+                part = parts_by_key[key] = node_part(node, names, p2p_name)
+            return part
 
         def kinds_of(nids, nodes=nodes):
             return classifier.graph_kinds(nodes, nids)
