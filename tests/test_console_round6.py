@@ -120,3 +120,25 @@ def test_a_nodes_part_is_worked_out_once_per_distinct_type_and_attributes(tmp_pa
     assert all(len(rec.ids) < breakdown.ARRAY_SWEEP_FROM for rec in record.npus)  # the small sweep's case
     pairs = {(node.type, id(node.attrs)) for node in asked}
     assert len(asked) == len(pairs) < intervals
+
+
+def test_the_json_texts_npu_keys_are_encoded_without_a_dumps_call_each(monkeypatch):
+    """``--json-out``'s 16,384 NPU keys each went through ``json.dumps`` (its Python-level
+    argument checks, per key) although a key is a plain string the C encoder writes the same;
+    now ``json.dumps`` runs once per distinct entry, and the text is still ``json.dumps(data,
+    indent=1)``'s, keys needing escapes included."""
+    import json
+
+    from simpy_astra.report import json_text
+
+    shared = {"finished_ns": 5, "breakdown_ns": {"comm.tp": 2, "compute.gemm": 3}}
+    other = {"finished_ns": 7, "breakdown_ns": {}}
+    npus = {str(k): shared if k % 3 else other for k in range(300)}
+    npus['"odd"\u00e9\n'] = shared
+    data = {"iteration_time_ns": 7, "npus": npus, "units": "ns"}
+    expected = json.dumps(data, indent=1)
+    calls = []
+    dumps = json.dumps
+    monkeypatch.setattr(json_text.json, "dumps", lambda *a, **k: calls.append(1) or dumps(*a, **k))
+    assert json_text.indented_json(data) == expected
+    assert len(calls) < 20  # the top level's keys and values and the two distinct entries, not 301 keys
