@@ -1,0 +1,63 @@
+"""Review of round 15's launcher check (workloads/megatron/launcher.py): launch lines users paste
+that Megatron-LM and their launcher run as the job, refused; and ones that start the job on
+another count of GPUs a node, run in silence. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.cli.main import main
+from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
+
+
+@pytest.mark.parametrize("launcher", [
+    "mpirun -np 16 -x NCCL_IB_DISABLE=0 -x NCCL_DEBUG=INFO python pretrain_gpt.py",
+    "NCCL_P2P_DISABLE=0 NCCL_SHM_DISABLE=0 torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py",
+    "mpiexec -n 16 -genv NCCL_IB_DISABLE 0 python pretrain_gpt.py",
+    "srun --export=ALL,NCCL_COLLNET_ENABLE=0 -n 16 python pretrain_gpt.py"])
+def test_an_nccl_setting_exported_at_nccls_own_value_runs_as_without_it(tmp_path, capsys, launcher):
+    # NCCL's environment variables guide: P2P, SHM and IB are disabled by 1, CollNet enabled by
+    # 1; 0 is what NCCL does unset, so the collectives take the time they take without it
+    pasted = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "a.yaml", preset="dgx-h100", gpus=16)
+    plain = megatron_scenario(tmp_path, TINY_GPT_ARGS, "b.yaml", preset="dgx-h100", gpus=16)
+    assert main(["run", pasted, "--quiet"]) == 0
+    first = capsys.readouterr().out
+    assert main(["run", plain, "--quiet"]) == 0
+    assert capsys.readouterr().out == first
+
+
+@pytest.mark.parametrize(("launcher", "word"), [
+    ("mpirun -np 16 -x NCCL_IB_DISABLE=1 python pretrain_gpt.py", "NCCL_IB_DISABLE=1"),
+    ("mpiexec -n 16 -genv NCCL_P2P_DISABLE 1 python pretrain_gpt.py", "NCCL_P2P_DISABLE"),
+    ("mpirun -np 16 -x NCCL_SHM_DISABLE python pretrain_gpt.py", "NCCL_SHM_DISABLE")])
+def test_an_nccl_setting_at_another_or_an_unknown_value_is_still_refused(tmp_path, capsys, launcher, word):
+    path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    name = word.partition("=")[0]
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
+        f"collectives take and is not read from here; it is not modelled (the simulator runs NCCL's own choice), "
+        f"and drop it from the launcher's words"]
+
+
+@pytest.mark.parametrize(("launcher", "per_node", "shown"), [
+    ("srun -N 4 -n 16 python pretrain_gpt.py", 4, "-N 4 x -n 16"),
+    ("srun --nodes=4 --ntasks=16 python pretrain_gpt.py", 4, "--nodes 4 x --ntasks 16"),
+    ("srun -N4 -n16 python pretrain_gpt.py", 4, "-N 4 x -n 16"),
+    ("mpirun -np 16 --map-by ppr:4:node python pretrain_gpt.py", 4, "-np 16 x --map-by ppr:4:node")])
+def test_a_launcher_that_spreads_the_job_over_more_nodes_is_refused(tmp_path, capsys, launcher, per_node, shown):
+    # 16 tasks on 4 nodes are 4 a node (Slurm's srun -N x -n, Open MPI's ppr:4:node), as
+    # torchrun's --nnodes 4 --nproc_per_node 4 is, which the check refuses on nodes of 8
+    path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: the pasted launcher starts {per_node} GPUs a node ({shown}), but the "
+        f"cluster's nodes hold 8; give cluster.gpus_per_node: {per_node}, or drop the launcher's words"]
+
+
+@pytest.mark.parametrize("launcher", [
+    "srun -N 2 -n 16 python pretrain_gpt.py",
+    "srun -N2 -n16 python pretrain_gpt.py",
+    "mpirun -np 16 --map-by ppr:8:node:PE=4 python pretrain_gpt.py",
+    "mpirun -np 16 --map-by socket python pretrain_gpt.py"])
+def test_a_launcher_that_fills_the_nodes_runs(tmp_path, launcher):
+    path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    assert main(["run", path, "--quiet"]) == 0
