@@ -61,3 +61,53 @@ def test_a_launcher_that_spreads_the_job_over_more_nodes_is_refused(tmp_path, ca
 def test_a_launcher_that_fills_the_nodes_runs(tmp_path, launcher):
     path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
     assert main(["run", path, "--quiet"]) == 0
+
+
+# -- a process a link's watch() callback starts mid-run ----------------------------------------------
+
+def _start_from_a_watcher(sim, every_ns: int, rounds: int) -> tuple[list, object]:
+    """Start ``_polls`` from a ``watch("link_start", fn)`` on link 0 -> 1 (docs/cosimulation.md,
+    "Elements can be watched directly"), at the first message on it; the list of its resumes,
+    and the watcher."""
+    from tests.test_extensions_round14 import _polls
+
+    env, resumed = sim.env, []
+
+    def started(_link, _key, _size_bytes):
+        if not resumed:
+            resumed.append(None)
+            env.process(_polls(env, every_ns, rounds, resumed))
+
+    sim.network.link(0, 1).watch("link_start", started)
+    return resumed, started
+
+
+def test_a_process_a_links_watcher_starts_that_polls_at_0_ns_is_stopped(monkeypatch):
+    """As one a user's process or an ``on()`` callback starts (round 14): with the limit at 3 it
+    is stopped after 3 resumes at the instant the ring's first message starts on link 0 -> 1,
+    10 ns (the docs' ring sends after E = 10 ns). Before, it polled on unchecked (with a
+    ``while True``, ``sim.run()`` never returned)."""
+    from simpy_astra import plugins
+    from simpy_astra.infra import zero_time
+    from simpy_astra.simulation import Simulation
+    from tests.test_extensions_round14 import COSIM_RING
+
+    monkeypatch.setattr(zero_time, "ZERO_TIME_RESUMES", 3)
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    _start_from_a_watcher(sim, 0, 10)
+    with pytest.raises(plugins.PluginError, match="process '_polls' was resumed 3 times at 10 ns"):
+        sim.run()
+
+
+def test_a_process_a_links_watcher_starts_that_lets_time_pass_runs_on():
+    """Every 1,000 ns it is left alone: the run ends at the docs' ring figure, 32,362 ns, and
+    the watcher can still be unwatched by the function it was given."""
+    from simpy_astra.simulation import Simulation
+    from tests.test_extensions_round14 import COSIM_RING
+
+    sim = Simulation.from_scenario(str(COSIM_RING))
+    resumed, watcher = _start_from_a_watcher(sim, 1_000, 1_000)
+    assert max(r.finished_ns for r in sim.run()) == 32_362
+    assert [t for t in resumed if t is not None] == list(range(1_010, 32_362, 1_000))
+    sim.network.link(0, 1).unwatch("link_start", watcher)
+    assert sim.network.link(0, 1).probe_link_start is None
