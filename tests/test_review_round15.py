@@ -4,10 +4,17 @@ another count of GPUs a node, run in silence. Each test failed before its fix.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from simpy_astra.cli.main import main
+from tests.researcher_folder import module_fixture
 from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
+from tests.test_extensions_round4 import ring_all_reduce
+from tests.test_extensions_round6 import _cli, _system, _write
+from tests.test_extensions_round7 import _bench, _net
+from tests.test_extensions_round14 import TWO_JOBS
 
 
 @pytest.mark.parametrize("launcher", [
@@ -111,3 +118,21 @@ def test_a_process_a_links_watcher_starts_that_lets_time_pass_runs_on():
     assert [t for t in resumed if t is not None] == list(range(1_010, 32_362, 1_000))
     sim.network.link(0, 1).unwatch("link_start", watcher)
     assert sim.network.link(0, 1).probe_link_start is None
+
+
+# -- a backend that posts from a process of its own ---------------------------------------------------
+
+rv15 = module_fixture(Path(__file__).resolve().parent / "data" / "review15" / "rv15.py")
+
+
+def test_a_backend_that_posts_each_message_from_its_own_process_runs(rv15):
+    """Regression guard for the handed-send count moving from the message board into the system
+    layer's view of a user's backend (one count for the post-twice check and the stall line):
+    a backend whose ``send`` posts nothing, its own process posting each message in that
+    instant, is not stopped, and its ring all-reduce of 4 KiB on 4 NPUs takes the native ring's
+    time, E + 2 (n - 1) (d(S/n) + E) + (n - 1) P(S/n); so do two jobs' through one view."""
+    path = _write(rv15, "own.yaml", _bench("all_reduce", 4096, 4), _net("Ring", 4), "'rv15:FROM_ITS_PROCESS'")
+    assert f"iteration time {ring_all_reduce(4, 4096):,} ns" in _cli(rv15, "run", path.name, "--quiet").stdout
+    path.write_text(f"{TWO_JOBS}system: {_system()}\nnetwork: {_net('Ring', 4)}\nbackend: 'rv15:FROM_ITS_PROCESS'\n")
+    own = _cli(rv15, "run", path.name, "--quiet").stdout
+    assert own == _cli(rv15, "run", path.name, "--quiet", "--network-backend", "congestion_unaware").stdout
