@@ -136,3 +136,25 @@ def test_a_backend_that_posts_each_message_from_its_own_process_runs(rv15):
     path.write_text(f"{TWO_JOBS}system: {_system()}\nnetwork: {_net('Ring', 4)}\nbackend: 'rv15:FROM_ITS_PROCESS'\n")
     own = _cli(rv15, "run", path.name, "--quiet").stdout
     assert own == _cli(rv15, "run", path.name, "--quiet", "--network-backend", "congestion_unaware").stdout
+
+
+def test_a_long_slurm_launch_line_is_read_as_a_launcher(tmp_path, capsys):
+    """A Slurm line with a container's flags and torchrun's rendezvous puts 33 words before
+    pretrain_gpt.py; only the first 32 words were searched for it, so the launcher was read as
+    Megatron-LM's arguments and refused as 'a shell assignment'. It runs as the job's arguments
+    alone do, and its torchrun, 2 x 8 GPUs, is held to the job's 16."""
+    launcher = ("CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_DEBUG=WARN NCCL_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=8 srun -N 2 "
+                "--ntasks-per-node 1 --gpus-per-node 8 --cpus-per-task 32 --mpi pmix --container-image "
+                "nvcr.io/nvidia/pytorch:24.01-py3 --container-mounts /data:/data torchrun --nproc_per_node 8 "
+                "--nnodes 2 --rdzv_id 1 --rdzv_backend c10d --rdzv_endpoint h:29500 --max_restarts 0 "
+                "/workspace/Megatron-LM/pretrain_gpt.py")
+    assert launcher.split().index("/workspace/Megatron-LM/pretrain_gpt.py") == 32  # its 33rd word
+    pasted = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "a.yaml", preset="dgx-h100", gpus=16)
+    plain = megatron_scenario(tmp_path, TINY_GPT_ARGS, "b.yaml", preset="dgx-h100", gpus=16)
+    assert main(["run", pasted, "--quiet"]) == 0
+    first = capsys.readouterr().out
+    assert main(["run", plain, "--quiet"]) == 0
+    assert capsys.readouterr().out == first
+    eight = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "c.yaml", preset="dgx-h100", gpus=8)
+    assert error_lines(capsys, ["run", eight, "--quiet"])[0].startswith(
+        f"error: {eight}: workload.args: the pasted launcher starts 16 GPUs (--nproc_per_node 8 x --nnodes 2)")

@@ -170,9 +170,15 @@ def _stray(tokens: list[str], i: int, arity: dict[str, int | str]) -> str:
         f"{word!r} follows {before!r}, which is no flag"
 
 
+#: how many words a pasted launcher may put before ``pretrain_gpt.py``: Slurm's, a container's
+#: and torchrun's rendezvous flags with a few variables run past 32 (which read the launcher as
+#: Megatron-LM's arguments); Megatron-LM's own first flag ends the search sooner
+LAUNCHER_WORDS = 256
+
+
 def _launcher_dropped(tokens: list[str]) -> list[str]:
     """The arguments of a pasted command line (``torchrun ... pretrain_gpt.py ARGS``)."""
-    for i, word in enumerate(tokens[:32]):
+    for i, word in enumerate(tokens[:LAUNCHER_WORDS]):
         if word.endswith(".py"):
             return tokens[i + 1:]
         if word in ("--num-layers", "--hidden-size"):
