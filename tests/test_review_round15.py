@@ -10,7 +10,7 @@ import pytest
 
 from simpy_astra.cli.main import main
 from tests.researcher_folder import module_fixture
-from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
+from tests.scenario_files import TINY_GPT_ARGS, error_lines, launched_as_alone, megatron_scenario
 from tests.test_extensions_round4 import ring_all_reduce
 from tests.test_extensions_round6 import _cli, _system, _write
 from tests.test_extensions_round7 import _bench, _net
@@ -25,12 +25,8 @@ from tests.test_extensions_round14 import TWO_JOBS
 def test_an_nccl_setting_exported_at_nccls_own_value_runs_as_without_it(tmp_path, capsys, launcher):
     # NCCL's environment variables guide: P2P, SHM and IB are disabled by 1, CollNet enabled by
     # 1; 0 is what NCCL does unset, so the collectives take the time they take without it
-    pasted = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "a.yaml", preset="dgx-h100", gpus=16)
-    plain = megatron_scenario(tmp_path, TINY_GPT_ARGS, "b.yaml", preset="dgx-h100", gpus=16)
-    assert main(["run", pasted, "--quiet"]) == 0
-    first = capsys.readouterr().out
-    assert main(["run", plain, "--quiet"]) == 0
-    assert capsys.readouterr().out == first
+    pasted, alone = launched_as_alone(tmp_path, capsys, launcher)
+    assert pasted == alone
 
 
 @pytest.mark.parametrize(("launcher", "word"), [
@@ -149,12 +145,8 @@ def test_a_long_slurm_launch_line_is_read_as_a_launcher(tmp_path, capsys):
                 "--nnodes 2 --rdzv_id 1 --rdzv_backend c10d --rdzv_endpoint h:29500 --max_restarts 0 "
                 "/workspace/Megatron-LM/pretrain_gpt.py")
     assert launcher.split().index("/workspace/Megatron-LM/pretrain_gpt.py") == 32  # its 33rd word
-    pasted = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "a.yaml", preset="dgx-h100", gpus=16)
-    plain = megatron_scenario(tmp_path, TINY_GPT_ARGS, "b.yaml", preset="dgx-h100", gpus=16)
-    assert main(["run", pasted, "--quiet"]) == 0
-    first = capsys.readouterr().out
-    assert main(["run", plain, "--quiet"]) == 0
-    assert capsys.readouterr().out == first
+    pasted, alone = launched_as_alone(tmp_path, capsys, launcher)
+    assert pasted == alone
     eight = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "c.yaml", preset="dgx-h100", gpus=8)
     assert error_lines(capsys, ["run", eight, "--quiet"])[0].startswith(
         f"error: {eight}: workload.args: the pasted launcher starts 16 GPUs (--nproc_per_node 8 x --nnodes 2)")
