@@ -12,9 +12,11 @@ start of a chunk's forward, and reporting its loss after the loss, as each era's
   (``average_losses_across_data_parallel_group``).
 - Today (r0.8 ``get_batch_on_this_tp_rank``): only the chunk with the embedding and the one
   with the loss fetch; rank 0 copies each tensor up (``non_blocking``) and broadcasts it over
-  the tp group: tokens and positions (first), labels and loss mask (last), and the ``b x s x
-  s`` bool attention mask the dataset builds unless ``--no-create-attention-mask-in-dataloader``.
-  No synchronisation. The loss's NaN check (``--check-for-nan-in-loss-and-grad``: r0.8's
+  the tp group: tokens and positions (first), labels and loss mask (last). No synchronisation.
+  Not the ``b x s x s`` bool attention mask r0.8's dataset builds by default (``--no-create-
+  attention-mask-in-dataloader`` drops it): at 1M tokens it would be a terabyte, so the long
+  runs that were measured had it off, and NeMo's and Megatron-Bridge's loaders, which the
+  held-out tables ran, load each rank's batch without a broadcast (left out: docs/megatron.md). The loss's NaN check (``--check-for-nan-in-loss-and-grad``: r0.8's
   ``assert not loss[0].isnan()``, today's ``rerun_state_machine.validate_result``) reads a CUDA
   tensor on the host: the host waits for the whole forward before it issues the backward.
 
@@ -22,7 +24,7 @@ A broadcast is written as the ring all-gather that moves its bytes: NCCL's ring 
 passes the whole buffer down ``tp - 1`` hops, as an all-gather of ``tp / (tp - 1)`` times it
 does (the trace format's broadcast is replayed, not timed). The host-to-device copies are
 launches here; their bytes cross PCIe, which no preset describes (a 2,048-token micro-batch's
-tokens are 16 KiB; today's mask 4 MiB, about 0.2 ms at 25 GB/s on tp rank 0: left out).
+tokens are 16 KiB: left out).
 """
 
 from __future__ import annotations
@@ -77,9 +79,6 @@ class BatchFetch(LinearKernels):
         for label, element_bytes in sent:
             self._small(b)  # copied up on tp rank 0
             self._broadcast(b, label, tokens * element_bytes)
-        if job.mask_in_batch:
-            self._small(b)
-            self._broadcast(b, "attention_mask", job.micro_batch * job.seq * job.seq)
 
     def report_loss(self, b: _Builder) -> None:
         """After the loss (the last chunk's forward): 2021's all-reduce of the loss over the

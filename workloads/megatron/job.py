@@ -229,9 +229,6 @@ class MegatronJob:
     #: the loss is checked for NaN on the host each micro-batch (``--check-for-nan-in-loss-and-grad``,
     #: Megatron-Core's ``loss_func``): a synchronisation after the last chunk's forward
     loss_nan_check: bool = False
-    #: today's dataset builds each sample's ``s x s`` attention mask, which ``get_batch``
-    #: broadcasts over tp (unless ``--no-create-attention-mask-in-dataloader``)
-    mask_in_batch: bool = False
     #: the optimizer step computes the gradients' global norm (``--clip-grad`` above 0)
     grad_norm: bool = True
     #: the optimizer step unscales the gradients and checks them for inf/nan (a grad scaler:

@@ -177,7 +177,6 @@ def job_from_args(a: argparse.Namespace, gpus: int, where: str, text: str) -> Me
         grad_nan_check=not legacy and dp * cp > 1 and not a.no_check_for_nan_in_loss_and_grad
         and not (a.fp16 and not a.loss_scale),
         loss_nan_check=not legacy and not a.no_check_for_nan_in_loss_and_grad and not (a.fp16 and not a.loss_scale),
-        mask_in_batch=not legacy and not a.no_create_attention_mask_in_dataloader,
         grad_scaling=not legacy and dp * cp > 1 and not (a.ddp_average_in_collective or a.calculate_per_token_loss),
         align_grad_reduce=not a.no_align_grad_reduce,
         # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's

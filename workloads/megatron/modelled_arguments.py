@@ -128,8 +128,6 @@ def parser() -> Parser:
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--no-check-for-nan-in-loss-and-grad", help="Megatron-Core's DDP skips each gradient bucket's norm "
                                                           "(its NaN check before the bucket's sync)")
-    _bool(p, "--no-create-attention-mask-in-dataloader", help="the dataset builds no attention mask, and "
-                                                               "get_batch broadcasts none over tp")
     _bool(p, "--ddp-average-in-collective", help="the sync averages (NCCL's AVG): no in-place 1/(dp x cp) scaling "
                                                  "of each gradient bucket before it")
     _bool(p, "--calculate-per-token-loss", help="gradients summed, not averaged: no in-place scaling of the buckets")

@@ -107,7 +107,7 @@ SMALL_EFFECT = (
     "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit",
     "--align-param-gather", "--no-align-param-gather", "--manual-gc-interval",
     "--nccl-communicator-config-path",
-    "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
+    "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
     "--batch-p2p-communication", "--no-persist-layer-norm",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
