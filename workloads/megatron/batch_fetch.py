@@ -15,7 +15,7 @@ start of a chunk's forward, and reporting its loss after the loss, as each era's
   the tp group: tokens and positions (first), labels and loss mask (last). No synchronisation.
   Not the ``b x s x s`` bool attention mask r0.8's dataset builds by default (``--no-create-
   attention-mask-in-dataloader`` drops it): at 1M tokens it would be a terabyte, so the long
-  runs that were measured had it off, and Megatron-Bridge's loader, which two held-out tables
+  runs that were measured had it off, and Megatron-Bridge's loader, which a held-out table
   ran (``gpt_step.get_batch_from_iterator``), skips it and loads each rank's batch without a
   broadcast (left out: docs/megatron.md). The loss's NaN check (``--check-for-nan-in-loss-and-grad``: r0.8's
   ``assert not loss[0].isnan()``, today's ``rerun_state_machine.validate_result``) reads a CUDA
