@@ -34,6 +34,7 @@ from simpy_astra.folding import Folding, OrbitReports
 from simpy_astra.infra import horizon, stopping
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
+from simpy_astra.network.checked_models import never_posted
 from simpy_astra.running import stall
 from simpy_astra.running.cosim import CoSimulation
 from simpy_astra.running.input_checks import check_paths, checked_path, start_warnings
@@ -77,6 +78,9 @@ class Simulation(CoSimulation):
         # built once the folding is known (a folded aware run makes one link per orbit only)
         self._build_network = partial(self._backend.build, self._env, dims, net.source, net)
         self.network: Network
+        #: what the system layers send through (network.checked_models.system_side): the
+        #: network, or the view that holds a backend of the user's to posting each send once
+        self.system_side: Any = None
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
@@ -277,7 +281,7 @@ class Simulation(CoSimulation):
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
                                                   last_ns=stall.last_progress_ns(self.npus), spinning=spinning,
                                                   unheld=unheld, waiting=stall.waiting_phases(stuck),
-                                                  unposted=self.network.board.unposted()))
+                                                  unposted=never_posted(self.system_side)))
         if self.floor_check is not None:
             self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:

@@ -53,6 +53,16 @@ def megatron_sweep(folder: Path, axes: dict, args: str = SMALL_GPT_ARGS, cluster
                       "sweep.yaml")
 
 
+def launched_as_alone(folder: Path, capsys, launcher: str, gpus: int = 16) -> tuple[str, str]:
+    """The output of ``TINY_GPT_ARGS`` run with ``launcher`` pasted before them, and without it
+    (16 H100s), each run of which must succeed: a launcher that changes nothing gives the same."""
+    outputs = []
+    for name, args in (("a.yaml", f"{launcher} {TINY_GPT_ARGS}"), ("b.yaml", TINY_GPT_ARGS)):
+        assert main(["run", megatron_scenario(folder, args, name, preset="dgx-h100", gpus=gpus), "--quiet"]) == 0
+        outputs.append(capsys.readouterr().out)
+    return outputs[0], outputs[1]
+
+
 def error_lines(capsys, argv: list[str]) -> list[str]:
     """The lines a command that refuses its input (exit status 2) writes to stderr."""
     assert main(argv) == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from simpy_astra.cli.main import main
-from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
+from tests.scenario_files import TINY_GPT_ARGS, error_lines, launched_as_alone, megatron_scenario
 
 
 @pytest.mark.parametrize(("launcher", "shown", "nodes"), [
@@ -51,9 +51,5 @@ def test_a_launchers_other_words_run_as_before(tmp_path, capsys):
     # change no step's time: the job runs as without them
     launcher = ("CUDA_DEVICE_MAX_CONNECTIONS=1 mpirun -np 16 -x NCCL_DEBUG=INFO --hostfile hosts --bind-to none "
                 "-x CUDA_DEVICE_MAX_CONNECTIONS python pretrain_gpt.py")
-    with_words = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", "a.yaml", preset="dgx-h100", gpus=16)
-    plain = megatron_scenario(tmp_path, TINY_GPT_ARGS, "b.yaml", preset="dgx-h100", gpus=16)
-    assert main(["run", with_words, "--quiet"]) == 0
-    first = capsys.readouterr().out
-    assert main(["run", plain, "--quiet"]) == 0
-    assert capsys.readouterr().out == first
+    pasted, alone = launched_as_alone(tmp_path, capsys, launcher)
+    assert pasted == alone

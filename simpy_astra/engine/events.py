@@ -412,8 +412,16 @@ class _Bucket:
 @contextmanager
 def fast_collection() -> Iterator[None]:
     """Fewer garbage-collector passes while a run allocates its short-lived events (the
-    collector runs during the run even if start-up paused it, as ``__main__`` does)."""
-    gc.freeze()  # what exists now (graphs, configs) lives to the end: never scan it again
+    collector runs during the run even if start-up paused it, as ``__main__`` does).
+
+    What exists at the start (graphs, configs) lives to the end: frozen, never scanned again,
+    and thawed at the end. A heap someone froze before (a sweep worker's modules and inherited
+    inputs, :func:`simpy_astra.sweep.point.freeze_worker_heap`) is left frozen: ``gc.unfreeze``
+    thaws every frozen object at once, and a thawed heap is scanned again by every full
+    collection after the run (80% of a small point's CPU in a sweep worker)."""
+    owned = gc.get_freeze_count() == 0  # a heap frozen by someone else stays theirs, frozen
+    if owned:
+        gc.freeze()
     thresholds = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
     was_enabled = gc.isenabled()
@@ -424,4 +432,5 @@ def fast_collection() -> Iterator[None]:
         if not was_enabled:
             gc.disable()
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        if owned:
+            gc.unfreeze()

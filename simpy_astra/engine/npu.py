@@ -219,6 +219,10 @@ class Npu(NpuCommunication, NpuWaiting, NpuFaults, Probed):
             raise
         return self.report
 
+    def probe_environment(self) -> simpy.Environment:
+        """The environment of its clock (where a user's watcher may start a process)."""
+        return self.clock.env
+
     def node_finished(self, node_id: int):
         """An event that fires when node ``node_id`` completes (value: the time)."""
         env = self.clock.env

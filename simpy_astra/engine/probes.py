@@ -37,6 +37,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import simpy
+
+from simpy_astra.engine.users_processes import UsersProcesses
 from simpy_astra.plugins import asyncio_kind, is_ours, shown, unfit_call
 
 #: what each probe point passes its watchers (the list above)
@@ -82,6 +85,8 @@ class Probed:
                              f"(it has: {', '.join(self.PROBES) or 'none'})")
         if not is_ours(fn):  # ours watch every element: held by tests
             check_watcher(fn, "fn", ARGUMENTS[point], f"watch({point!r}, fn)")
+            # a process it starts is held to letting time pass, as one an on() callback starts
+            fn = UsersProcesses(self.probe_environment()).calling(fn)
         name = "probe_" + point
         setattr(self, name, [*(getattr(self, name) or ()), fn])  # a new list: see unwatch
 
@@ -91,8 +96,12 @@ class Probed:
         during an emission leaves that emission's loop whole: every other watcher still runs."""
         name = "probe_" + point
         watchers = getattr(self, name, None)
-        if watchers and fn in watchers:
+        if watchers and fn in watchers:  # a user's watcher is kept held (watch), equal to fn
             rest = list(watchers)
             rest.remove(fn)
             setattr(self, name, rest or None)
+
+    def probe_environment(self) -> simpy.Environment:
+        """The environment the element runs on (where a user's watcher may start a process)."""
+        return self.env
 

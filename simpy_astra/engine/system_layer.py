@@ -34,6 +34,8 @@ from simpy_astra.errors import InputError, with_article
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
 if TYPE_CHECKING:
+    import simpy
+
     from simpy_astra.config import SystemConfig
     from simpy_astra.engine.events import NpuClock
 
@@ -207,6 +209,10 @@ class SystemLayer(Probed):
         self.active: list[list[Stream]] = [[] for _ in range(n_queues)]
         self.running = [0] * n_queues
         self._default_plans: dict[str, CollectivePlan] = {}
+
+    def probe_environment(self) -> simpy.Environment:
+        """The environment of its clock (where a user's watcher may start a process)."""
+        return self.clock.env
 
     def running_phases(self) -> list[PhaseProcess]:
         """The processes of this NPU's collective phases running now (to interrupt one)."""

@@ -129,27 +129,42 @@ class PostsOnce:
     a fifth of its time, with only a warning of unmatched messages naming no backend. A post
     may come later than its ``send``: a backend may hold a message in a queue of its own and
     post it, with others, in a later call (counted in ``unposted``), or from a process of its
-    own (not seen here; a stall says how many it never posted, :meth:`MessageBoard.unposted`).
-    One view serves every job of a run, whose sends share the board."""
+    own (not seen per call: a stall says how many it never posted, :meth:`never_posted`, from
+    the board's count of every post). One view serves every job of a run, whose sends share
+    the board."""
 
-    __slots__ = ("network", "board", "unposted")
+    __slots__ = ("network", "board", "backend", "handed", "unposted")
 
     def __init__(self, network: Any) -> None:
         self.network = network
         self.board = network.board
+        self.backend = class_name(type(network))
+        self.handed = 0  # messages handed to send()
         self.unposted = 0  # messages handed to send() that no call has posted yet
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         before = self.board.messages_sent()
-        self.board.count_handed(class_name(type(self.network)))
+        self.handed += 1
         self.network.send(src, dst, tag, size, fn, arg)
         posted = self.board.messages_sent() - before
         self.unposted += 1 - posted
         if self.unposted < 0:
-            raise PluginError(f"network backend '{class_name(type(self.network))}', send(): posted the message of "
+            raise PluginError(f"network backend '{self.backend}', send(): posted the message of "
                               f"{size} B from NPU {src} to NPU {dst} (tag {tag}) {posted} times, and a later "
                               f"receive takes each copy: call self.board.post_send once per send and give that "
                               f"entry its arrival")
+
+    def never_posted(self) -> str | None:
+        """Why a stalled run's sends may never have reached the board: the backend was handed
+        more sends than the board was given, in calls or from its own process (its ``send``
+        dropped some), in words; else None. A receive that waits on such a send is otherwise
+        said to wait on one 'never sent'."""
+        posted = self.board.messages_sent()
+        if self.handed <= posted:
+            return None
+        return (f"network backend '{self.backend}' was handed {self.handed:,} sends and posted "
+                f"{posted:,} of them: its send() must post each message with self.board.post_send "
+                f"(now, or later from a queue of its own), or its receive waits for ever")
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.network.recv(dst, src, tag, size, fn, arg)
@@ -159,3 +174,9 @@ def system_side(network: Any) -> Any:
     """What the system layer sends through: ``network`` itself (ours: no work per message),
     or a :class:`PostsOnce` view of it when its ``send`` is the user's."""
     return PostsOnce(network) if users_method(type(network), "send") else network
+
+
+def never_posted(side: Any) -> str | None:
+    """:meth:`PostsOnce.never_posted` of what :func:`system_side` gave, None for our networks
+    (each posts every send in its call)."""
+    return side.never_posted() if isinstance(side, PostsOnce) else None

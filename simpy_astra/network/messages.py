@@ -99,8 +99,6 @@ class MessageBoard(Probed):
         self._posted = 0  # sends
         self.delivered = 0  # sends that reached their destination
         self._created = 0  # entries, to list unmatched ones in the order they were posted
-        self._handed = 0  # sends the system layer handed a backend of the user's (count_handed)
-        self._handed_to = ""  # that backend's class
 
     def post_send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> _Entry:
         """Register a send; returns the key the backend hands back to :meth:`arrived`."""
@@ -182,22 +180,6 @@ class MessageBoard(Probed):
     def messages_sent(self) -> int:
         """How many sends were posted."""
         return self._posted
-
-    def count_handed(self, backend: str) -> None:
-        """One more send handed to ``backend``, a backend whose ``send`` is the user's: it must
-        post each (now, or later from a queue of its own), and :meth:`unposted` says if it did not."""
-        self._handed += 1
-        self._handed_to = backend
-
-    def unposted(self) -> str | None:
-        """Why a stalled run's sends may never have reached this board: a backend of the user's
-        handed more sends than it posted (its ``send`` dropped some), in words; else None. A
-        receive that waits on such a send is otherwise said to wait on one 'never sent'."""
-        if self._handed <= self._posted:
-            return None
-        return (f"network backend '{self._handed_to}' was handed {self._handed:,} sends and posted "
-                f"{self._posted:,} of them: its send() must post each message with self.board.post_send "
-                f"(now, or later from a queue of its own), or its receive waits for ever")
 
     def in_flight(self) -> int:
         """Sends posted that have not reached their destination yet."""

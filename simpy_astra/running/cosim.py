@@ -13,13 +13,10 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.engine.events import (
-    process_in_place,
-    rewrap_processes_starting_now,
-    rewrap_starting_processes,
-)
+from simpy_astra.engine.events import process_in_place
+from simpy_astra.engine.users_processes import UsersProcesses
 from simpy_astra.infra.horizon import api_number
-from simpy_astra.plugins import instants_pass, is_users_file, shown
+from simpy_astra.plugins import shown
 from simpy_astra.running.observe import Observation, Observer
 
 if TYPE_CHECKING:
@@ -184,49 +181,3 @@ class CoSimulation:
                              f"not a switch: switches are numbered from {self.total_npus} on or named by their "
                              f"label; fail_device({device}) fails an NPU's links")
         self.fail_device(device)
-
-
-class UsersProcesses:
-    """The user's own processes on a run's environment (docs/cosimulation.md), each held to
-    letting simulated time pass: one that loops within an instant (``yield env.timeout(0)`` in
-    a ``while`` without an exit) held the clock there, and ``sim.run()`` never returned, since
-    the stall watchdog wakes at later instants only. It is stopped in one line naming its
-    function and the line it loops at. Held: the processes that have not started when
-    ``run()`` is called (:meth:`hold_queued`), and those a held process or an ``on()``
-    callback starts while the run runs (:meth:`hold_started_now`, after each step of one,
-    after each call of the other). Only those whose generator is the user's code; ours run as
-    they are, and a run with neither pays nothing per event."""
-
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-        self._users: dict[Any, bool] = {}  # by code object: a run starts thousands of processes of a few functions
-
-    def hold_queued(self) -> None:
-        """Hold every process queued to start."""
-        rewrap_starting_processes(self.env, self._held)
-
-    def hold_started_now(self) -> None:
-        """Hold the processes started in this instant (read from the top of SimPy's queue)."""
-        rewrap_processes_starting_now(self.env, self._held)
-
-    def calling(self, callback: Callable[[Observation], None]) -> Callable[[Observation], None]:
-        """``callback``, an ``on()`` callback, followed by :meth:`hold_started_now`."""
-        env, held = self.env, self._held
-
-        def called(observation: Observation) -> None:
-            callback(observation)
-            rewrap_processes_starting_now(env, held)
-
-        return called
-
-    def _held(self, _process: simpy.Process, generator: Any) -> Any:
-        code = getattr(generator, "gi_code", None)
-        if code is None:
-            return None
-        users = self._users.get(code)
-        if users is None:
-            users = self._users[code] = is_users_file(code.co_filename)
-        if not users:
-            return None  # ours, and a generator already held (its code is ours)
-        return instants_pass(self.env, generator, f"process '{code.co_name}'", "wait for what it polls (yield "
-                             "env.timeout(t) with t > 0, or an event)", after_step=self.hold_started_now)

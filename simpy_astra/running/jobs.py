@@ -144,7 +144,7 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
     sim.local_mem_trace_prefix = None  # one file per NPU id: jobs' rank ids would collide
     owner: dict[int, JobInputs] = {}  # physical NPU -> its job
     built: dict[int, Npu] = {}
-    side = system_side(sim.network)  # one for every job: their sends share the network's board
+    side = sim.system_side = system_side(sim.network)  # one for every job: their sends share the board
     for index, job in enumerate(inputs.jobs):
         n = job.num_ranks
         cfg = job.system

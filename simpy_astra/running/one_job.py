@@ -40,7 +40,8 @@ def build_one_job(sim: Any, inputs: SimulationInputs, dims: list, backend: Any,
     sim.network = build_network() if sim.folding is None else backend.folded(build_network, sim.folding)
     # the simulated NPUs (every NPU unless folded), with their clocks and system layers
     nccl = inputs.network.nccl
-    services = NpuServices(cfg, sim.total_npus, system_side(sim.network), sim.remote_memory, sim.planner,
+    sim.system_side = system_side(sim.network)
+    services = NpuServices(cfg, sim.total_npus, sim.system_side, sim.remote_memory, sim.planner,
                            sim.local_mem_bytes_per_s, sim.peak_flops, npu_done, sim.failed,
                            None if nccl is None else nccl.rendezvous(simulated))
     for i in simulated:  # an orbit's members have the representative's graph

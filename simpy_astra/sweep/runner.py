@@ -38,7 +38,7 @@ from simpy_astra.infra.stopping import Terminated
 from simpy_astra.plugins import search_also
 from simpy_astra.report.console import Output, fit_first, plain_width
 from simpy_astra.sweep.inputs import InputSnapshot
-from simpy_astra.sweep.point import run_point
+from simpy_astra.sweep.point import freeze_worker_heap, run_point
 from simpy_astra.sweep.spec import Point
 
 #: (point, its figures, the inputs that had changed when it ended: its row is suspect if any)
@@ -259,6 +259,7 @@ def _init_worker(parent: int, scratch_root: str, close_fds: tuple[int, ...]) -> 
     _scratch = tempfile.mkdtemp(prefix=f"worker-{os.getpid()}-", dir=scratch_root)
     tempfile.tempdir = _scratch
     _die_with_parent(parent)
+    freeze_worker_heap()  # last: what the worker holds before its points, for its life
 
 
 def run_point_checked(scenario: dict[str, Any], where: str,

@@ -16,7 +16,7 @@ from simpy_astra.errors import InputError
 #: a node, its nodes). torchrun's per node defaults to 1; mpirun's -N is Open MPI's --npernode
 _FLAGS = {
     "torchrun": ((), ("--nproc_per_node", "--nproc-per-node"), ("--nnodes",)),
-    "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn"), ()),
+    "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn", "--map-by"), ()),
     "srun": (("-n", "--ntasks"), ("--ntasks-per-node",), ("-N", "--nodes")),
     "deepspeed": ((), ("--num_gpus", "--num-gpus"), ("--num_nodes", "--num-nodes")),
 }
@@ -36,8 +36,19 @@ _TIMING_ENVIRONMENT = {
                      "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE"),
                     "it is not modelled (the simulator runs NCCL's own choice)"),
 }
+#: NCCL's own value of a variable above, what it does unset (its guide: P2P, SHM and IB are
+#: disabled, CollNet enabled, by 1): exported so (``mpirun -x NCCL_IB_DISABLE=0``), it changes nothing
+_NCCL_OWN_VALUES = {"NCCL_IB_DISABLE": "0", "NCCL_P2P_DISABLE": "0", "NCCL_SHM_DISABLE": "0",
+                    "NCCL_COLLNET_ENABLE": "0"}
 #: a variable named in a word: ``NAME=value``, ``-x NAME``, ``--export=ALL,NAME=value``
 _VARIABLE = re.compile(r"(?:^|[=,])([A-Z][A-Z0-9_]*)(?=$|[=,])")
+#: MPICH's and Intel MPI's flags that give a variable's name, then its value as the next word
+_NAME_THEN_VALUE = ("-genv", "-env")
+#: Open MPI's ``--map-by ppr:N:node`` (N processes a node; ``:PE=4`` and the like may follow)
+_PROCESSES_A_NODE = re.compile(r"ppr:(\d+):node\b")
+#: a one-letter count option with its value written on, as getopt reads it (``srun -N2 -n16``,
+#: ``mpiexec -n32``)
+_ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 
 
 @dataclass(frozen=True)
@@ -61,29 +72,51 @@ def read(launcher: list[str]) -> Launch | None:
         if started:
             kind, found = started, {}
             continue
-        flag, eq, value = _count_flag(word, kind) if kind else ("", "", "")
-        if flag:
-            found[flag] = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
-    if not kind or not found or not all(v.isdigit() for v in found.values()):
+        given = _flag_and_value(kind, launcher, i) if kind else None
+        if given is not None:
+            found[given[0]] = given[1]
+    counts = {flag: _count(flag, value) for flag, value in found.items()}
+    if not kind or not found or None in counts.values():
         return None
-    total, per_node, nodes = (next((int(found[f]) for f in flags if f in found), None) for flags in _FLAGS[kind])
+    total, per_node, nodes = (next((counts[f] for f in flags if f in counts), None) for flags in _FLAGS[kind])
     if kind == "torchrun":  # its defaults: one node, one process on it
         per_node, nodes = per_node or 1, nodes or 1
     if total is None and per_node is not None and nodes is not None:
         total = per_node * nodes
+    if per_node is None and total is not None and nodes and total % nodes == 0:
+        per_node = total // nodes  # srun -N 4 -n 16: 4 a node, as torchrun --nnodes 4 --nproc_per_node 4
     return Launch(total, per_node, nodes, " x ".join(f"{flag} {found[flag]}" for flag in found))
 
 
-def _count_flag(word: str, kind: str) -> tuple[str, str, str]:
-    """``word`` as (a count flag of launcher ``kind``, '=' or '', its value there) or empty
-    words: ``--nnodes=2``, ``--nnodes`` (its value the next word) and a short flag with its
-    count joined on, as getopt reads it (srun's ``-N4``, ``-n32``: dropped unread before)."""
-    flag, eq, value = word.partition("=")
-    flags = [f for names in _FLAGS[kind] for f in names]
-    if flag in flags:
-        return flag, eq, value
-    joined = next((f for f in flags if not f.startswith("--") and word.startswith(f) and word[len(f):].isdigit()), "")
-    return (joined, "=", word[len(joined):]) if joined else ("", "", "")
+def _flag_and_value(kind: str, launcher: list[str], i: int) -> tuple[str, str] | None:
+    """The count flag of launcher ``kind`` that ``launcher[i]`` gives, and its value as written
+    (``--nnodes=2``, ``-np 16``, srun's ``-N2``); None for another word, or Open MPI's
+    ``--map-by`` that gives no processes a node (``socket``)."""
+    attached = _ATTACHED.fullmatch(launcher[i])
+    flag, eq, value = (attached.group(1), "=", attached.group(2)) if attached else launcher[i].partition("=")
+    if not any(flag in names for names in _FLAGS[kind]):
+        return None
+    value = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
+    return None if flag == "--map-by" and not _PROCESSES_A_NODE.match(value) else (flag, value)
+
+
+def _count(flag: str, value: str) -> int | None:
+    """The count ``value`` gives (``ppr:8:node`` of ``--map-by``: 8), None where it is no count
+    (``gpu``, an elastic ``1:4``)."""
+    if flag == "--map-by":
+        return int(_PROCESSES_A_NODE.match(value).group(1))
+    return int(value) if value.isdigit() else None
+
+
+def _exported_value(launcher: list[str], i: int, name: str) -> str | None:
+    """The value ``launcher[i]`` gives the variable ``name`` (``NAME=0``, ``-genv NAME 0``), None
+    where it names the variable alone (``-x NAME`` exports the caller's, unknown here)."""
+    given = re.search(rf"(?:^|[=,]){name}=([^,]*)", launcher[i])
+    if given:
+        return given.group(1)
+    if launcher[i] == name and 0 < i < len(launcher) - 1 and launcher[i - 1] in _NAME_THEN_VALUE:
+        return launcher[i + 1]
+    return None
 
 
 def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str, gpus_where: str | None) -> None:
@@ -106,8 +139,9 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
                          f"{launch.nodes * gpus_per_node:,} GPUs at the cluster's {gpus_per_node} a node, but the "
                          f"job runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop "
                          f"the launcher's words")
-    for word in launcher:
-        name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT), None)
+    for i, word in enumerate(launcher):
+        name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT and not (
+            n in _NCCL_OWN_VALUES and _exported_value(launcher, i, n) == _NCCL_OWN_VALUES[n])), None)
         if name is not None:
             raise InputError(f"{where}: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
                              f"collectives take and is not read from here; {_TIMING_ENVIRONMENT[name]}, and drop "
