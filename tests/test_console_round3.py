@@ -178,7 +178,7 @@ def test_the_per_npu_table_gives_every_time_its_unit_and_counts_with_separators(
     simulated', '(1520 NPUs not shown' where the headline says 1,536."""
     from simpy_astra.report.console import print_summary
 
-    reports = [SimpleNamespace(npu_id=i, finished_cycles=142_780, exposed_comm_cycles=117_780, overlap=0,
+    reports = [SimpleNamespace(npu_id=i, finished_cycles=142_780, exposed_comm_cycles=117_780, overlap=0, comp_comm_overlap_ns=0,
                                times={"GPU": 25_000, "Comm": 117_780}, peak_memory=None, memory_breakdown=None)
                for i in range(1536)]
     stream = io.StringIO()

@@ -183,7 +183,7 @@ def npu_entries(reports: list, breakdowns: dict) -> dict[str, dict]:
         b = breakdowns.get(r.npu_id)
         # an orbit member is its representative's report with another npu_id (NpuReport.for_npu):
         # the same figures, the same dicts; anything else is a key of its own
-        key = (r.finished_cycles, r.exposed_comm_cycles, r.wall_time, r.overlap, r.peak_memory, id(r.times),
+        key = (r.finished_cycles, r.exposed_comm_cycles, r.wall_time, r.comp_comm_overlap_ns, r.peak_memory, id(r.times),
                id(r.roofline), id(r.memory_breakdown), id(b))
         entry = made.get(key)
         if entry is None:

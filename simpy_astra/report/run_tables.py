@@ -24,7 +24,7 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
               ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time (ns)", "comm (ns)", "overlap (ns)")
               + (("peak memory",) if memory else ()),
               [(str(r.npu_id), f"{r.finished_cycles:,}", f"{r.exposed_comm_cycles:,}",
-                f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}", f"{r.overlap or 0:,}",
+                f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}", f"{r.comp_comm_overlap_ns:,}",
                 *((r.peak_memory or "-",) if memory else ())) for r in shown])
     if len(rows) > len(shown):
         out.line(f"({len(rows) - len(shown):,} NPUs not shown; --json-out has all of them)")
