@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.scenario_files import error_lines, megatron_scenario
 from tests.test_extensions_round6 import _write
 from tests.test_extensions_round7 import _net
 from tests.test_extensions_round15 import r15  # noqa: F401 - the fixture
@@ -52,3 +53,18 @@ def test_a_plain_generator_objects_state_changed_from_python_writes_new_traces(r
     finally:
         sys.modules.pop("gen29b", None)
     assert second - first == 2000
+
+
+@pytest.mark.parametrize(("written", "meant"), [("dgxh100", "dgx-h100"), ("DGX H100", "dgx-h100"),
+                                                ("dgx-h100-80gb", "dgx-h100"), ("dgx-a100 80GB", "dgx-a100-80gb"),
+                                                ("dgxa100", "dgx-a100-40gb or dgx-a100-80gb")])
+def test_a_preset_written_without_its_dashes_or_with_its_memory_is_told_its_name(tmp_path, capsys, written, meant):
+    # before: told 'for another machine, give its own preset file' (4076692), as dgx-h200 is: a
+    # shipped machine's name without its dash, with a space, or with its memory appended as the
+    # A100s' names have it, was taken for a machine none of the presets is
+    path = megatron_scenario(tmp_path, preset=written)
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert line.endswith(f"nor a YAML file; did you mean {meant}?"), line
+    for other in ("dgx-h200", "h200", "dgx-h100-nvl"):  # another machine: no preset named
+        (line,) = error_lines(capsys, ["run", megatron_scenario(tmp_path, preset=other), "--quiet"])
+        assert "for another machine, give its own preset file" in line, line
