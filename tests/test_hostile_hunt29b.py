@@ -4,15 +4,12 @@ failed before its fix."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.scenario_files import error_lines, megatron_scenario
-from tests.test_extensions_round6 import _write
-from tests.test_extensions_round7 import _net
-from tests.test_extensions_round15 import r15  # noqa: F401 - the fixture
+from tests.test_extensions_round15 import compute_change_of, r15  # noqa: F401 - r15: the fixture
 
 #: a generator object of a plain class (no dataclass, no __repr__ of its own): its repr is
 #: CPython's default, which names the class only once its address is cut
@@ -39,20 +36,7 @@ def test_a_plain_generator_objects_state_changed_from_python_writes_new_traces(r
     # before: the cache key held the object's repr without its address, '<gen29b.Halves object>',
     # the same for compute_us 3 and 5: the second run read the first's traces (the same figure);
     # a bound method's object was not read at all, a partial's by its default repr
-    from simpy_astra.simulation import Simulation
-
-    (r15 / "gen29b.py").write_text(PLAIN.replace("SHAPE", shape))
-    path = _write(r15, "gen29b.yaml", "{generate: 'gen29b:GEN', num_npus: 8, size: 8192}", _net("Switch", 8),
-                  "congestion_unaware")
-    import gen29b
-
-    try:
-        first = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
-        gen29b.OBJ.compute_us = 5
-        second = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
-    finally:
-        sys.modules.pop("gen29b", None)
-    assert second - first == 2000
+    assert compute_change_of(r15, "gen29b", PLAIN.replace("SHAPE", shape), "OBJ") == 2000
 
 
 @pytest.mark.parametrize(("written", "meant"), [("dgxh100", "dgx-h100"), ("DGX H100", "dgx-h100"),
