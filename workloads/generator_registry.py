@@ -199,7 +199,8 @@ def _code_key(fn: Callable[..., Any], params: dict[str, Any]) -> str:
     generator that is an object (a callable instance, a partial, a bound method) adds what it
     holds (:func:`held_digest`): two objects of one class, or one changed from Python, write
     other traces."""
-    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)} {held_digest(fn)}".rstrip()
+    held = held_digest(fn)  # none for a function: its key as before, its cached traces still found
+    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)}{f' {held}' if held else ''}"
 
 
 def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, Any], str], str | None]:
