@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenario_files import error_lines, megatron_scenario
+from tests.scenario_files import TINY_GPT_ARGS, error_lines, launched_as_alone, megatron_scenario
 from tests.test_extensions_round15 import compute_change_of, r15  # noqa: F401 - r15: the fixture
 
 #: a generator object of a plain class (no dataclass, no __repr__ of its own): its repr is
@@ -52,3 +52,22 @@ def test_a_preset_written_without_its_dashes_or_with_its_memory_is_told_its_name
     for other in ("dgx-h200", "h200", "dgx-h100-nvl"):  # another machine: no preset named
         (line,) = error_lines(capsys, ["run", megatron_scenario(tmp_path, preset=other), "--quiet"])
         assert "for another machine, give its own preset file" in line, line
+
+
+@pytest.mark.parametrize("launcher", ["python -m pretrain_gpt", "python3 -u -m pretrain_gpt",
+                                      "torchrun --nproc_per_node 8 --nnodes 2 -m pretrain_gpt",
+                                      "srun -m block:block -N 2 python -m pretrain_gpt"])
+def test_a_launch_line_running_the_script_as_a_module_runs(tmp_path, capsys, launcher):
+    # before: "'python' comes before any flag (Megatron's argparse: unrecognized arguments:
+    # python)", no fix named: a script run as a module (python -m, torchrun -m, as the one in
+    # Megatron-LM's folder runs) was not found, so no launcher word was dropped
+    with_launcher, alone = launched_as_alone(tmp_path, capsys, launcher)
+    assert with_launcher == alone
+
+
+@pytest.mark.parametrize("launcher", ["python -m pretrain_bert", "torchrun --nproc_per_node 8 --nnodes 2 -m "
+                                      "megatron_lm.pretrain_t5"])
+def test_a_module_of_another_models_script_is_refused(tmp_path, capsys, launcher):
+    path = megatron_scenario(tmp_path, f"{launcher} {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "this simulates pretrain_gpt.py's GPT model only" in line, line
