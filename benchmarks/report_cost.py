@@ -10,6 +10,7 @@ on a shared machine. ``--tree PATH`` runs another checkout's code with the same 
 varies a lot on a shared machine).
 
     python benchmarks/report_cost.py [--cases gpt3-1024,sc21-3072] [--tree PATH] [--repeat N]
+        [--flags "--json-out @figures.json"]
 """
 
 from __future__ import annotations
@@ -39,6 +40,15 @@ CASES = {
                   "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 3072 "
                   "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --fp16 "
                   "--checkpoint-activations --DDP-impl local --vocab-size 51200"),
+    # Llama-3-405B's shape on 16,384 H100s (128 layers, so pp 16 divides them): tp8 x pp16 x dp128,
+    # folded to 16 simulated NPUs, whose reports are every NPU's
+    "llama405-16384": ("dgx-h100", 16384,
+                       "--num-layers 128 --hidden-size 16384 --ffn-hidden-size 53248 --num-attention-heads 128 "
+                       "--group-query-attention --num-query-groups 8 --seq-length 8192 "
+                       "--max-position-embeddings 8192 --micro-batch-size 1 --global-batch-size 2048 "
+                       "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --bf16 --swiglu "
+                       "--normalization RMSNorm --untie-embeddings-and-output-weights "
+                       "--position-embedding-type rope --vocab-size 128256 --use-distributed-optimizer"),
 }
 
 #: runs in the child: ``TREE`` first on the path (no editable install's finder in the way),
@@ -79,15 +89,15 @@ json.dump({"code": code, "sim_s": marks["end"] - marks["start"], "after_s": done
 """
 
 
-def measure(case: str, tree: str, folder: str) -> dict:
+def measure(case: str, tree: str, folder: str, flags: list[str]) -> dict:
     preset, gpus, args = CASES[case]
     scenario = os.path.join(folder, f"{case}.yaml")
     with open(scenario, "w") as f:
         f.write(f'workload:\n  generate: megatron\n  args: "{args}"\ncluster:\n  preset: {preset}\n  gpus: {gpus}\n')
     out = os.path.join(folder, f"{case}-{abs(hash(tree))}.json")
     env = {**os.environ, "SIMPY_ASTRA_PROGRESS": "0", "SIMPY_ASTRA_CACHE": os.path.join(folder, "cache")}
-    done = subprocess.run([sys.executable, "-c", DRIVER, tree, out, "run", scenario,
-                           "--plots", os.path.join(folder, "plots")],
+    flags = [os.path.join(folder, f[1:]) if f.startswith("@") else f for f in flags]
+    done = subprocess.run([sys.executable, "-c", DRIVER, tree, out, "run", scenario, *flags],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if done.returncode or not os.path.exists(out):
         raise SystemExit(f"{case}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
@@ -113,6 +123,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     ap.add_argument("--tree", default=None, help="also measure this checkout's code (e.g. main's)")
+    ap.add_argument("--flags", default="--plots @plots",
+                    help="run's flags, space-separated; @NAME is a path in the scratch folder "
+                         "(default: --plots @plots; '' for the plain summary)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per case and code, the codes alternating; then each one's median")
     a = ap.parse_args()
@@ -124,7 +137,7 @@ def main() -> None:
             runs: dict[str, list[dict]] = {label: [] for label, _tree in trees}
             for _ in range(a.repeat):
                 for label, tree in trees:
-                    r = measure(case, tree, folder)
+                    r = measure(case, tree, folder, a.flags.split())
                     runs[label].append(r)
                     print(_line(case, label, [r]), flush=True)
             if a.repeat > 1:

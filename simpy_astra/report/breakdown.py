@@ -36,7 +36,6 @@ minus GPU compute time), which the reference lines keep.
 from __future__ import annotations
 
 import heapq
-import statistics
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -317,13 +316,20 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     classifier = Classifier(names, p2p_name)
     wanted = None if only is None else sim.npu_for(only)
     moved: dict[int, list[tuple[int, int]]] | None = None  # a folded run's groups by shift, made once
+    renames: dict[int, tuple] = {}  # shift -> its renaming's key: the orbits' members share shifts
+    parts_by_key: dict = {}  # (node type, id of its attributes dict) -> node_part: the nodes live throughout
     for rec in record.npus:
         if wanted is not None and sim.npu_for(rec.npu_id) is not wanted:
             continue
         nodes = sim.npu_for(rec.npu_id).nodes
 
-        def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
-            return node_part(nodes[nid], names, p2p_name)
+        def part_of(nid: int, nodes=nodes):  # by (type, attributes): the graphs share a few hundred
+            node = nodes[nid]
+            key = (node.type, id(node.attrs))
+            part = parts_by_key.get(key, parts_by_key)
+            if part is parts_by_key:
+                part = parts_by_key[key] = node_part(node, names, p2p_name)
+            return part
 
         def kinds_of(nids, nodes=nodes):
             return classifier.graph_kinds(nodes, nids)
@@ -337,11 +343,14 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         if moved is None:
             moved = _groups_by_shift(sim.folding)
         renamed: dict[tuple, Breakdown] = {}  # members whose groups are renamed alike share one
+        shift_of = sim.folding.shift_of
         for member in sim.orbit_of(rec.npu_id):
-            parts = _member_parts(moved.get(sim.folding.shift_of[member], ()), names)
-            key = tuple(sorted(parts.items()))
+            shift = shift_of[member]
+            key = renames.get(shift)
+            if key is None:
+                key = renames[shift] = tuple(sorted(_member_parts(moved.get(shift, ()), names).items()))
             if key not in renamed:
-                renamed[key] = _renamed(result, parts)
+                renamed[key] = _renamed(result, dict(key))
             out[member] = renamed[key]
     return out
 
@@ -390,10 +399,37 @@ def critical(breakdowns: dict[int, Breakdown]) -> int:
 
 
 def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]]:
-    """Per part, (min, median, max) over every NPU (an NPU without the part counts 0)."""
-    names = sorted({p for b in breakdowns.values() for p in b.parts}, key=part_rank)
-    out = {}
-    for name in names:
-        values = [b.parts.get(name, 0) for b in breakdowns.values()]
-        out[name] = (min(values), statistics.median(values), max(values))
-    return out
+    """Per part, (min, median, max) over every NPU (an NPU without the part counts 0). A folded
+    run's orbit members share their representative's breakdown: each distinct one is read
+    once, weighed by its NPUs (16,384 GPUs, 16 distinct), the figures those of every NPU's."""
+    weights: dict[int, list] = {}  # id -> [breakdown, NPUs]
+    for b in breakdowns.values():
+        weights.setdefault(id(b), [b, 0])[1] += 1
+    distinct = list(weights.values())
+    names = sorted({p for b, _n in distinct for p in b.parts}, key=part_rank)
+    return {name: _weighed([(b.parts.get(name, 0), n) for b, n in distinct]) for name in names}
+
+
+def finish_spread(breakdowns: dict[int, Breakdown]) -> tuple[int, float, int]:
+    """(min, median, max) of every NPU's finish, each distinct breakdown read once."""
+    weights: dict[int, list] = {}
+    for b in breakdowns.values():
+        weights.setdefault(id(b), [b.finish_ns, 0])[1] += 1
+    return _weighed(list(weights.values()))
+
+
+def _weighed(counted: list) -> tuple[int, float, int]:
+    """min, ``statistics.median`` and max of the values ``counted`` lists as (value, times):
+    the middle one of an odd count, the mean of the middle two of an even one."""
+    counted = sorted(counted)
+    total = sum(n for _v, n in counted)
+
+    def at(k: int):  # the k-th value (from 0) of them all in order
+        for value, n in counted:
+            if k < n:
+                return value
+            k -= n
+        raise IndexError(k)
+
+    middle = at(total // 2) if total % 2 else (at(total // 2 - 1) + at(total // 2)) / 2
+    return counted[0][0], middle, counted[-1][0]

@@ -19,7 +19,7 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
     """Where the critical NPU's time went (the last to finish), and each part's spread over
     every NPU (min / median / max); ``breakdowns``: NPU -> :class:`~simpy_astra.report.breakdown.Breakdown`.
     Figures in one unit so the table fits 80 columns."""
-    from simpy_astra.report.breakdown import spread
+    from simpy_astra.report.breakdown import finish_spread, spread
 
     if not breakdowns:
         return
@@ -34,7 +34,7 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
     total = mine.finish_ns or 1
     rows = [(_short_part(name), fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
              fmt(lo), fmt(mid), fmt(hi)) for name, (lo, mid, hi) in spreads.items()]
-    rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in _finish_spread(breakdowns))))
+    rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in finish_spread(breakdowns))))
     npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns):,} NPUs"
     out.table(f"where the time went ({unit}): NPU {critical} (last to finish), and over {npus}",
               ("part", f"NPU {critical}", "share", "min", "median", "max"), rows)
@@ -56,9 +56,3 @@ def _short_part(name: str) -> str:
     tail = (PART_WIDTH - 2) // 2
     return f"{name[:PART_WIDTH - 2 - tail]}..{name[-tail:]}"
 
-
-def _finish_spread(breakdowns: dict) -> tuple[int, float, int]:
-    import statistics
-
-    finishes = [b.finish_ns for b in breakdowns.values()]
-    return min(finishes), statistics.median(finishes), max(finishes)

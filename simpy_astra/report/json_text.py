@@ -31,6 +31,9 @@ def indented_json(data: dict[str, Any], shared: tuple[str, ...] = ("npus",)) -> 
 def _shared_values(mapping: dict[str, Any]) -> str:
     """A mapping two levels deep, each distinct value encoded (and indented) once."""
     compact = json.JSONEncoder(separators=(",", ":")).encode  # the C encoder: the look-up key
+    # a key as json.dumps writes a string (ASCII, escaped), by the C function it calls, without
+    # its argument checks per key (16,384 NPUs)
+    key_text = json.encoder.encode_basestring_ascii
     seen: dict[str, str] = {}
     same: dict[int, str] = {}  # by identity: one entry shared by many keys is not even encoded again
     items = []
@@ -42,5 +45,5 @@ def _shared_values(mapping: dict[str, Any]) -> str:
             if text is None:
                 text = seen[known] = json.dumps(value, indent=1).replace("\n", "\n  ")
             same[id(value)] = text
-        items.append(f"  {json.dumps(key)}: {text}")
+        items.append(f"  {key_text(key)}: {text}")
     return "{\n" + ",\n".join(items) + "\n }"

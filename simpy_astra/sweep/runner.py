@@ -318,6 +318,8 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
               where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = (),
               score: Scorer | None = None, best: Finished | None = None) -> RunOutcome:
     """``best``: the best of the rows there before (:func:`best_before`), the first best so far."""
+    if not points:  # every point has its row already: no workers, no progress of nothing
+        return RunOutcome(0, interrupted=False)
     finished = 0
     completed = False
     pool: ProcessPoolExecutor | None = None
@@ -386,6 +388,8 @@ def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_resu
     """The same points on a Dask cluster (``client``, from connect_cluster; the caller closes
     it); workers need simpy-astra installed and the base scenario's files (ET traces, configs)
     at the same paths (a shared file system)."""
+    if not points:  # as run_local
+        return RunOutcome(0, interrupted=False)
     from distributed import as_completed
 
     finished = 0

@@ -34,9 +34,10 @@ def task_host_seconds(steps: list[Step]) -> float:
 
 @dataclass(frozen=True)
 class TaskIssue:
-    """When the host enqueues a task's steps, in seconds from the enqueue of its first kernel
-    (the launch before that one is where a task starts: what the GPU waits for after the
-    synchronisation that ends the previous task, a per-task cost the model leaves out).
+    """When the host enqueues a task's steps, in seconds from the task's start: from the
+    enqueue of its first kernel where the host ran ahead of the GPU into it, or from the
+    start of that launch (``after_sync``) where the host had waited for the GPU (Megatron's
+    synchronisations: the GPU is idle until the host's first launch after one).
     ``enqueued_s[i]``: when step ``i``'s first kernel or call is on its stream (a compute
     step's host work spread evenly over its kernels: its first kernel is enqueued after one
     share); None for a marker. ``done_s``: when the host has issued the whole task."""
@@ -45,8 +46,9 @@ class TaskIssue:
     done_s: float
 
 
-def task_issue(steps: list[Step]) -> TaskIssue:
-    """:class:`TaskIssue` of ``steps``, the host issuing them one after the other."""
+def task_issue(steps: list[Step], after_sync: bool = False) -> TaskIssue:
+    """:class:`TaskIssue` of ``steps``, the host issuing them one after the other (from a
+    synchronisation with the GPU: ``after_sync``)."""
     out: list[float | None] = []
     done_s = 0.0
     for step in steps:
@@ -56,7 +58,7 @@ def task_issue(steps: list[Step]) -> TaskIssue:
         else:
             out.append(done_s + cost_s if isinstance(step, Collective) else None)
         done_s += cost_s
-    first = next((at for at in out if at is not None), 0.0)
+    first = 0.0 if after_sync else next((at for at in out if at is not None), 0.0)
     return TaskIssue([None if at is None else at - first for at in out], done_s - first)
 
 

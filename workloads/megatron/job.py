@@ -226,6 +226,9 @@ class MegatronJob:
     #: 1F1B: a later pipeline stage starts its gradient sync after its last gradient send, in
     #: the pipeline's bubble (``--align-grad-reduce``, r0.8's ``--delay-grad-reduce``: the default)
     align_grad_reduce: bool = False
+    #: the loss is checked for NaN on the host each micro-batch (``--check-for-nan-in-loss-and-grad``,
+    #: Megatron-Core's ``loss_func``): a synchronisation after the last chunk's forward
+    loss_nan_check: bool = False
     #: the optimizer step computes the gradients' global norm (``--clip-grad`` above 0)
     grad_norm: bool = True
     #: the optimizer step unscales the gradients and checks them for inf/nan (a grad scaler:

@@ -176,6 +176,7 @@ def job_from_args(a: argparse.Namespace, gpus: int, where: str, text: str) -> Me
         # Megatron's validate_args turns the check off for fp16's dynamic loss scale
         grad_nan_check=not legacy and dp * cp > 1 and not a.no_check_for_nan_in_loss_and_grad
         and not (a.fp16 and not a.loss_scale),
+        loss_nan_check=not legacy and not a.no_check_for_nan_in_loss_and_grad and not (a.fp16 and not a.loss_scale),
         grad_scaling=not legacy and dp * cp > 1 and not (a.ddp_average_in_collective or a.calculate_per_token_loss),
         align_grad_reduce=not a.no_align_grad_reduce,
         # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's

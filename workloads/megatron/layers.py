@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from simpy_astra.workloads.megatron.attention_core import AttentionCore
+from simpy_astra.workloads.megatron.batch_fetch import BatchFetch
 from simpy_astra.workloads.megatron.embedding_loss import EmbeddingAndLoss
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import TE_MODULE_HOST_US, Gpu
@@ -36,7 +37,7 @@ from simpy_astra.workloads.megatron.steps import Step
 from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
 
-class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
+class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss, BatchFetch):
     """Steps of one micro-batch through ``layers`` transformer layers (plus the embedding on
     the first chunk of the first stage, the logits and loss on the last one)."""
 
@@ -100,6 +101,7 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
         """One micro-batch's forward through the chunk's ``layers``."""
         b = _Builder()
         job = self.job
+        self.fetch_batch(b, first, last)
         if first:
             b.params(job.embedding_params)
             self.embedding_forward(b)
@@ -111,6 +113,7 @@ class ChunkModel(AttentionCore, MixtureOfExperts, EmbeddingAndLoss):
         if last:
             b.params(job.output_params)
             self.loss_forward(b)
+            self.report_loss(b)
         return b.done("forward")
 
     def recompute(self, layers: Sequence[LayerKind]) -> list[Step]:

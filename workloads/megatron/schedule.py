@@ -43,7 +43,7 @@ from simpy_astra.workloads.megatron.kernels import (
 )
 from simpy_astra.workloads.megatron.layers import ChunkModel
 from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
-from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step, Wait
+from simpy_astra.workloads.megatron.steps import Compute, GradsReady, HostSync, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
@@ -88,7 +88,13 @@ class StageSchedule:
         self.cache: dict[tuple, list[Step]] = {}
         self.chunk = 0  # the model chunk whose task is being laid out
         self.gpu_us = 0  # the compute nodes' time so far (the GPU runs them one at a time)
-        self.issues: dict[int, tuple[list[Step], TaskIssue]] = {}  # id(steps) -> (steps, when the host issues them)
+        # id(steps) -> (steps, when the host issues each part between synchronisations)
+        self.issues: dict[int, tuple[list[Step], list[tuple[int, TaskIssue]]]] = {}
+        #: every task starts after a synchronisation with the GPU: 2021-2022's timers
+        #: (``_Timer.start`` and ``stop`` call ``torch.cuda.synchronize``) around each forward
+        #: and backward, and today's batched pipeline exchanges (``batch_p2p_sync``: every
+        #: schedule but interleaved 1F1B's ``overlap_p2p_comm``)
+        self.tasks_after_sync = job.legacy or (job.pp > 1 and not job.overlap_p2p_comm)
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
@@ -170,13 +176,16 @@ class StageSchedule:
         :class:`Wait` ends the compute that runs beside the collectives before it: what
         follows waits for them and has every SM again. Each compute node and collective also
         waits for the host to enqueue it (:class:`HostChain`), and the task's end for the
-        host to have issued it all."""
+        host to have issued it all; at a :class:`HostSync` the host waits for the GPU and
+        starts a chain again, its first launch charged, as at the start of a task that
+        follows one of Megatron's synchronisations (:attr:`tasks_after_sync`)."""
         pending: dict[str, float] = {}
         name = prefix
         cached = self.issues.get(id(steps))
         if cached is None or cached[0] is not steps:  # the cached lists are laid out again each task
-            cached = self.issues[id(steps)] = (steps, task_issue(steps))
-        issue = cached[1]
+            cached = self.issues[id(steps)] = (steps, self._segment_issues(steps))
+        segments = cached[1]
+        lo, issue = segments[0]
         host = HostChain(self.g, prefix, self.tail)
         gpu_start_us = self.gpu_us
         enqueued_s = 0.0  # when the first kernel of what is pending is enqueued
@@ -188,6 +197,15 @@ class StageSchedule:
 
         starts = self.gather_starts.get(gather_chunk, {}) if gather_chunk is not None else {}
         for i, step in enumerate(steps):
+            if isinstance(step, HostSync):  # the host waits for all it issued, then goes on
+                if pending:
+                    flush()
+                self.tail += self.beside + host.gate(issue.done_s, self.gpu_us - gpu_start_us)
+                self.beside = []
+                lo, issue = next(seg for seg in segments if seg[0] == i + 1)
+                host = HostChain(self.g, f"{prefix}.{i}.{step.label}", self.tail)
+                gpu_start_us = self.gpu_us
+                continue
             if isinstance(step, ParamsUsed):
                 if i in starts:
                     if pending:
@@ -204,7 +222,7 @@ class StageSchedule:
                 continue
             if isinstance(step, Compute):
                 if not pending:
-                    enqueued_s = issue.enqueued_s[i] or 0.0
+                    enqueued_s = issue.enqueued_s[i - lo] or 0.0
                 for kind, seconds in step.seconds.items():
                     pending[kind] = pending.get(kind, 0.0) + seconds
                 name = f"{prefix}.{i}.{step.label}"
@@ -215,7 +233,7 @@ class StageSchedule:
             if isinstance(step, GradsReady):
                 self._grads_ready(name, step.params, step.dim)
             else:
-                gate = host.gate(issue.enqueued_s[i] or 0.0, self.gpu_us - gpu_start_us)
+                gate = host.gate(issue.enqueued_s[i - lo] or 0.0, self.gpu_us - gpu_start_us)
                 gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap,
                                       deps=self.tail + gate)
                 if step.overlap:
@@ -226,6 +244,14 @@ class StageSchedule:
             self.tail += self.beside
             self.beside = []
         self.tail += host.gate(issue.done_s, self.gpu_us - gpu_start_us)
+
+    def _segment_issues(self, steps: list[Step]) -> list[tuple[int, TaskIssue]]:
+        """``steps`` cut at each :class:`HostSync`: each part's first index and when the host
+        issues it, the first launch charged after a synchronisation."""
+        cuts = [i for i, step in enumerate(steps) if isinstance(step, HostSync)]
+        bounds = zip([0, *(c + 1 for c in cuts)], [*cuts, len(steps)], strict=True)
+        return [(lo, task_issue(steps[lo:hi], after_sync=lo > 0 or self.tasks_after_sync))
+                for lo, hi in bounds]
 
     # ------------------------------------------------------------------ parameter gather
     def _bucket_limit(self, chunk: int) -> float:

@@ -1,6 +1,7 @@
 """What a chunk's forward, recomputation or backward is made of, in order: compute between
-tensor-parallel collectives, the collectives, and two markers without time (where a layer's
-weight gradients are complete, where the forward starts reading a layer's weights). The
+tensor-parallel collectives, the collectives, and markers without time (where a layer's weight
+gradients are complete, where the forward starts reading a layer's weights, where the host
+waits for the GPU, where the compute waits for collectives beside it). The
 schedule turns them into trace nodes; each kind is its own type so nothing tells them apart
 by sentinel values."""
 
@@ -69,7 +70,16 @@ class Wait:
     label: str = "wait"
 
 
-Step = Compute | Collective | GradsReady | ParamsUsed | Wait
+@dataclass(frozen=True)
+class HostSync:
+    """The host waits here for the GPU to finish what it has issued (``torch.cuda.synchronize``,
+    a tensor's ``.cpu()`` or ``.item()``, a CUDA tensor read as a bool): what follows is
+    issued on an idle GPU, which waits for the host's first launch after it."""
+
+    label: str = "sync"
+
+
+Step = Compute | Collective | GradsReady | ParamsUsed | Wait | HostSync
 
 
 class StepBuilder:
@@ -127,6 +137,11 @@ class StepBuilder:
         self.close(label + ".before")
         self.steps.append(Wait(label))
         self.overlapping = False
+
+    def sync(self, label: str = "sync") -> None:
+        """The host synchronises with the GPU here (:class:`HostSync`)."""
+        self.close(label + ".before")
+        self.steps.append(HostSync(label))
 
     def grads(self, params: int, dim: str = "dp") -> None:
         if self.weights is not None:
