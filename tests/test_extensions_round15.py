@@ -469,21 +469,28 @@ def test_a_generator_that_is_an_object_runs_again_once_its_module_is_edited(r15:
         assert _quiet_ns(_cli(r15, "run", path.name, "--quiet")) == compute_us * 1000 + ring
 
 
-def test_a_generator_objects_state_changed_from_python_writes_new_traces(r15: Path) -> None:
-    """The same object-generator driven from a script (docs/cosimulation.md's
-    ``Simulation.from_scenario``): its compute time changed between two runs, nothing in its
-    file changed. Its state is part of the cache key, so the second run writes new traces."""
+def compute_change_of(r15: Path, module: str, source: str, holder: str) -> int:
+    """The figure's change when the object ``holder`` of generator ``module:GEN`` (written from
+    ``source``) changes its compute time from 3 us to 5 between two runs from Python
+    (docs/cosimulation.md's ``Simulation.from_scenario``), nothing in its file changed."""
+    import importlib
+
     from simpy_astra.simulation import Simulation
 
-    (r15 / "gen15.py").write_text(GEN15.replace("COMPUTE_US", "3"))
-    path = _write(r15, "gen15.yaml", "{generate: 'gen15:GEN', num_npus: 8, size: 8192}", _net("Switch", 8),
+    (r15 / f"{module}.py").write_text(source)
+    path = _write(r15, f"{module}.yaml", f"{{generate: '{module}:GEN', num_npus: 8, size: 8192}}", _net("Switch", 8),
                   "congestion_unaware")
-    import gen15
-
+    loaded = importlib.import_module(module)
     try:
         first = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
-        gen15.GEN.compute_us = 5
+        getattr(loaded, holder).compute_us = 5
         second = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
     finally:
-        sys.modules.pop("gen15", None)
-    assert second - first == 2000
+        sys.modules.pop(module, None)
+    return second - first
+
+
+def test_a_generator_objects_state_changed_from_python_writes_new_traces(r15: Path) -> None:
+    """The same object-generator driven from a script: its state is part of the cache key, so
+    the second run writes new traces."""
+    assert compute_change_of(r15, "gen15", GEN15.replace("COMPUTE_US", "3"), "GEN") == 2000

@@ -4,6 +4,7 @@ name. Traces cached without them ran on after an edited helper or input file."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import os
@@ -14,7 +15,7 @@ from typing import Any
 
 from simpy_astra.infra import files
 from simpy_astra.infra.registry_names import definition
-from simpy_astra.plugins import is_users_file
+from simpy_astra.plugins import is_users_file, shown
 
 
 def source_digest(fn: Callable[..., Any]) -> str:
@@ -53,3 +54,42 @@ def named_files_digest(params: Any) -> str:
             else f"{st.st_size}:{st.st_mtime_ns}"
         digest.update(path.encode() + b"\0" + said.encode())
     return digest.hexdigest()[:16] if named else ""
+
+
+def held_digest(fn: Callable[..., Any]) -> str:
+    """A digest of what a generator that is an object holds (a callable instance, a partial, a
+    bound method's object): "" for a function. Its repr alone, its address cut, names only the
+    class of an object whose class writes no repr of its own: two objects of one class, or one
+    changed from Python, had one key and ran the first one's traces."""
+    if inspect.isroutine(fn) and not inspect.ismethod(fn):
+        return ""
+    return hashlib.sha256(_held(fn, 0).encode()).hexdigest()[:16]
+
+
+def _held(value: Any, depth: int) -> str:
+    """``value`` as text that shows its state: an object of a default repr by its attributes, a
+    partial by what it binds, a bound method by its object, containers by their items."""
+    if depth > 6:  # deeper state is read by its repr alone
+        return shown(value)
+    inner = functools.partial(_held, depth=depth + 1)
+    if isinstance(value, functools.partial):
+        keywords = {k: inner(v) for k, v in value.keywords.items()}
+        return f"partial({inner(value.func)}, {[inner(a) for a in value.args]}, {keywords})"
+    if inspect.ismethod(value):
+        return f"{shown(value.__func__)} of {inner(value.__self__)}"
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [inner(v) for v in value]
+        return f"{type(value).__name__}({sorted(items) if isinstance(value, set | frozenset) else items})"
+    if isinstance(value, dict):
+        return f"{{{', '.join(f'{inner(k)}: {inner(v)}' for k, v in value.items())}}}"
+    if type(value).__repr__ is object.__repr__ and not isinstance(value, type):
+        state = dict(getattr(value, "__dict__", {}))
+        state.update({n: getattr(value, n) for n in _slots(type(value)) if hasattr(value, n)})
+        return f"{shown(value)}({', '.join(f'{k}={inner(v)}' for k, v in sorted(state.items()))})"
+    return shown(value)
+
+
+def _slots(cls: type) -> list[str]:
+    """The ``__slots__`` names of ``cls`` and its bases."""
+    return [n for c in cls.__mro__ for n in ([c.__slots__] if isinstance(getattr(c, "__slots__", ()), str)
+                                             else getattr(c, "__slots__", ())) if n not in ("__dict__", "__weakref__")]

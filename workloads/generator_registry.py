@@ -26,7 +26,7 @@ from simpy_astra.plugins import (
     spellable,
     user_code_problem,
 )
-from simpy_astra.workloads.generator_inputs import named_files_digest, source_digest
+from simpy_astra.workloads.generator_inputs import held_digest, named_files_digest, source_digest
 from simpy_astra.workloads.generator_words import as_fields, in_fields
 
 
@@ -196,10 +196,11 @@ def _code_key(fn: Callable[..., Any], params: dict[str, Any]) -> str:
     """Which function (``module:qualname``: another one of the same file registered under the
     name must not reuse the first one's traces), the digest of its code and that of the files
     its parameters name: an edited helper module or data file must not run the old traces. A
-    generator that is an object (a callable instance, a partial) adds what it holds, as its
-    repr shows it: two objects of one class, or one changed from Python, write other traces."""
-    held = "" if inspect.isroutine(fn) else f" {shown(fn, 2000)}"
-    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)}{held}"
+    generator that is an object (a callable instance, a partial, a bound method) adds what it
+    holds (:func:`held_digest`): two objects of one class, or one changed from Python, write
+    other traces."""
+    held = held_digest(fn)  # none for a function: its key as before, its cached traces still found
+    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)}{f' {held}' if held else ''}"
 
 
 def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, Any], str], str | None]:

@@ -5,7 +5,10 @@ that is none is answered with where it was looked for, or the presets it most li
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
+
+import yaml
 
 from simpy_astra.config.field_values import show_value
 from simpy_astra.config.path_words import shell_words
@@ -47,12 +50,26 @@ def preset_path(name: Any, where: str, base_dir: str) -> str:
 
 
 def _nearest_presets(name: str) -> str:
-    """'; did you mean ...?' naming every preset whose name holds ``name`` in any case, ``_`` for
-    ``-`` (``dgx-a100``: both A100s; ``H100``), else nothing: the closest spelling would send
-    ``dgx-h200`` to the H100, another GPU."""
-    folded = name.strip().lower().replace("_", "-")
-    near = [p for p in presets() if len(folded) >= 3 and folded in p]
+    """'; did you mean ...?' naming every preset whose name holds ``name`` in any case, its
+    dashes written as ``_``, spaces or not at all (``dgx-a100``: both A100s; ``H100``,
+    ``dgxh100``), or that ``name`` is with its GPU's memory appended (``dgx-h100-80gb``, as the
+    A100s' names have it); else nothing: the closest spelling would send ``dgx-h200`` to the
+    H100, another GPU."""
+    folded = _folded(name)
+    near = [p for p in presets() if len(folded) >= 3 and folded in _folded(p)] or [
+        p for p in presets() if folded == f"{_folded(p)}{_memory_gib(p)}gb"]
     return f"; did you mean {' or '.join(near)}?" if near else ""
+
+
+def _folded(name: str) -> str:
+    """``name`` in lower case without the dashes, underscores and spaces between its words."""
+    return re.sub(r"[-_\s]", "", name.lower())
+
+
+def _memory_gib(preset: str) -> object:
+    """The memory of a preset's GPU (``gpu.hbm_gib``), as its file gives it."""
+    with open(os.path.join(PRESET_DIR, f"{preset}.yaml"), encoding="utf-8") as f:
+        return (yaml.safe_load(f).get("gpu") or {}).get("hbm_gib")
 
 
 def _unreadable_preset(name: str, path: str, where: str, base_dir: str) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from simpy_astra.config.field_values import show_value
 from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii, with_article
 from simpy_astra.workloads.megatron import shell_words
+from simpy_astra.workloads.megatron.launcher import is_launcher
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
 #: spaces a web page or word processor puts where a shell has a plain space
@@ -119,7 +120,7 @@ def launch_line(args: object, where: str) -> tuple[list[str], list[str]]:
     tokens = _split(args, where)
     megatron = _launcher_dropped(tokens)
     launcher = tokens[:len(tokens) - len(megatron)]
-    script = launcher[-1].rpartition("/")[2] if launcher else ""
+    script = _script_name(launcher)
     if script in _OTHER_MODELS:
         raise InputError(f"{where}: {script} trains {_OTHER_MODELS[script]}; this simulates pretrain_gpt.py's GPT "
                          f"model only; give its arguments to pretrain_gpt.py")
@@ -195,15 +196,39 @@ def _launcher_dropped(tokens: list[str]) -> list[str]:
     """The arguments of a pasted command line (``torchrun ... pretrain_gpt.py ARGS``): a launch
     line starts with a program, never a flag, and its script comes before any of Megatron-LM's
     flags; a ``.py`` word after one is a value (``--tokenizer-model tok.py``), whose flags
-    before it were dropped as a launcher's, in silence."""
+    before it were dropped as a launcher's, in silence. A script run as a module (``python -m
+    pretrain_gpt``, ``torchrun ... -m pretrain_gpt``) ends the launcher's words too; a
+    launcher's module (``python -m torch.distributed.run``) and another program's ``-m``
+    (``srun -m block``) do not."""
     if not tokens or tokens[0].startswith("-"):
         return tokens
+    runs_modules = False  # a Python interpreter or torchrun came: its -m names the script
     for i, word in enumerate(tokens):
         if word.endswith(".py"):
             return tokens[i + 1:]
+        if runs_modules and word in _MODULE_FLAGS and i + 1 < len(tokens) and not is_launcher(tokens[i + 1]) \
+                and not tokens[i + 1].startswith("-"):
+            return tokens[i + 2:]
         if word.partition("=")[0] in _MEGATRON_FLAGS:
             break
+        runs_modules = runs_modules or bool(_RUNS_MODULES.match(word.rpartition("/")[2]))
     return tokens
+
+
+#: a program whose ``-m`` / ``--module`` runs the script as a module: python, python3.10, torchrun
+#: (``python -m torch.distributed.run`` is one)
+_RUNS_MODULES = re.compile(r"^(python[\d.]*|torchrun|torch\.distributed\.(run|launch))$")
+_MODULE_FLAGS = ("-m", "--module")
+
+
+def _script_name(launcher: list[str]) -> str:
+    """The file name of the script a launcher's words end with (``pretrain_bert.py`` of
+    ``/opt/Megatron-LM/pretrain_bert.py``, of a module ``megatron_lm.pretrain_bert`` too)."""
+    if not launcher:
+        return ""
+    if len(launcher) > 1 and launcher[-2] in _MODULE_FLAGS and not launcher[-1].endswith(".py"):
+        return launcher[-1].rpartition(".")[2] + ".py"
+    return launcher[-1].rpartition("/")[2]
 
 
 #: every flag Megatron-LM's pretrain_gpt.py has had: none starts a launcher's words

@@ -51,6 +51,12 @@ _PROCESSES_A_NODE = re.compile(r"ppr:(\d+):node\b")
 _ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 
 
+def is_launcher(word: str) -> bool:
+    """``word`` starts a launcher (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
+    after ``python -m``)."""
+    return word.rpartition("/")[2] in _NAMES
+
+
 @dataclass(frozen=True)
 class Launch:
     """The GPUs a pasted launcher starts in all, a node, and its nodes, each None where it names
@@ -68,8 +74,8 @@ def read(launcher: list[str]) -> Launch | None:
     ... torchrun ...``) the last, which starts the workers, counts."""
     kind, found = None, {}
     for i, word in enumerate(launcher):
-        started = _NAMES.get(word.rpartition("/")[2])
-        if started:
+        if is_launcher(word):
+            started = _NAMES[word.rpartition("/")[2]]
             kind, found = started, {}
             continue
         given = _flag_and_value(kind, launcher, i) if kind else None
