@@ -22,12 +22,7 @@ def encode_varint(n: int) -> bytes:
     """Unsigned LEB128 (the ET length prefix); ``n`` must be in ``[0, 2**32)``."""
     if not 0 <= n < 1 << 32:
         raise ValueError(f"ET record length must be in [0, 2**32), got {n}")
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return _uint64_varint(n)
 
 
 def _uint64_varint(n: int) -> bytes:
