@@ -18,7 +18,7 @@ from simpy_astra.infra.horizon import HORIZON_MICROS, HORIZON_TEXT
 from simpy_astra.workloads.chakra import encode_varint, make_node
 from simpy_astra.workloads.chakra.dimensions import GROUP_NAMES_ATTR, P2P_DIMENSION_ATTR
 from simpy_astra.workloads.chakra.schema import SCHEMA_VERSION, GlobalMetadata
-from simpy_astra.workloads.chakra.writer import make_attr
+from simpy_astra.workloads.chakra.writer import make_attr, node_head_bytes
 from simpy_astra.workloads.generated import write_summary
 from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
 from simpy_astra.workloads.transformer.graph import (
@@ -79,7 +79,7 @@ def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> by
         attrs["comm_stream"] = op.stream
     attrs["inputs"] = _string_list(op.inputs, units, kinds)
     attrs["outputs"] = _string_list(op.outputs, units, kinds)
-    head = make_node(node_id, op.name, op.kind, deps=op.deps, duration_micros=op.duration_us).SerializeToString()
+    head = node_head_bytes(node_id, op.name, op.kind, op.deps, op.duration_us)
     return head + b"".join(_attr_bytes(name, value) for name, value in attrs.items())
 
 
