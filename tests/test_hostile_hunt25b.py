@@ -86,7 +86,7 @@ def test_a_sweep_over_nvls_on_an_a100_preset_has_invalid_points_with_the_rule(tm
     with open(tmp_path / "out" / "results.csv") as f:
         rows = {(row["cluster.nvls"], row["cluster.nccl_algo"]): row for row in csv.DictReader(f)}
     assert rows[("null", "null")]["status"] == "ok"  # a null coordinate is written null (h3, 2026-12-02)
-    for key, rule in ((("True", "null"), "NVLS needs NVSwitch-3"), (("True", "nvls"), "NVLS needs NVSwitch-3"),
+    for key, rule in ((("true", "null"), "NVLS needs NVSwitch-3"), (("true", "nvls"), "NVLS needs NVSwitch-3"),
                       (("null", "nvls"), "NCCL has no forced algorithm here")):
         assert rows[key]["status"] == "invalid" and rows[key]["error"].startswith(f"{rule}: ")
 

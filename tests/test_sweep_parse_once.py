@@ -5,10 +5,12 @@ a third time by the loader of a point read whole."""
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from simpy_astra.cli.main import main
-from tests.scenario_files import megatron_sweep
+from tests.scenario_files import SMALL_GPT_ARGS, megatron_sweep
 
 
 @pytest.fixture
@@ -40,3 +42,46 @@ def test_a_refused_points_reason_is_the_one_its_parse_gave(tmp_path, capsys, job
     assert [line.split(" ", 1)[1] for line in lines[1:3]] == ["tp=2", "tp=3  invalid"]
     assert lines[3] == "invalid: 1 point(s) break the rule 'gpus divisible by tp x pp x cp'"
     assert len(jobs_built) == 1  # tp 2's, once; the refused point builds none
+
+
+def test_a_swept_point_keeps_what_its_job_said_not_the_job(tmp_path):
+    # a parsed job held 4.4 KB a point for the whole sweep (440 MB at the 100,000-point cap);
+    # what reads it (alike points, the marks of refused ones) reads it as the point is expanded
+    import gc
+
+    from simpy_astra.sweep.spec import load_sweep
+    from simpy_astra.workloads.megatron import memory
+    from simpy_astra.workloads.megatron.job import MegatronJob
+
+    sweep = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 3],
+                                      "workload.args.micro-batch-size": [1, 2]})
+    points = load_sweep(sweep).points()
+    memory._fullest_stage_parts.cache_clear()  # (a bound of 8 jobs, however many points)
+    gc.collect()
+    assert len(points) == 6
+    assert [o for o in gc.get_objects() if isinstance(o, MegatronJob)] == []
+
+
+@pytest.mark.parametrize("launcher, said", [
+    ("torchrun --nproc_per_node 4 --nnodes 4", "starts 4 GPUs a node"),  # the nodes hold 8
+    ("srun -N 4", "32 GPUs at the cluster's 8 a node"),  # 16 GPUs on 4 nodes of 8
+])
+def test_list_marks_a_launcher_the_clusters_nodes_refuse_as_its_run_does(tmp_path, capsys, launcher, said):
+    # --list parsed the job without the cluster's GPUs a node: the points were listed unmarked,
+    # and every one of them failed when run
+    sweep = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2]},
+                           args=f"{launcher} pretrain_gpt.py {SMALL_GPT_ARGS}")
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert [line.endswith("  will fail") for line in lines[1:3]] == [True, True]
+    listed = " ".join(out.split("will fail: ", 1)[1].split("will fail: ")[0].split())
+    assert said in listed
+    out_dir = tmp_path / "out"
+    assert main(["sweep", sweep, "--out", str(out_dir), "--no-plots"]) != 0
+    with open(out_dir / "results.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    assert row["status"] == "error"
+    key, _, text = listed.partition(": ")
+    assert key == row["key"]  # the run's own words (its where names the field, workload.args)
+    assert row["error"].partition("the pasted launcher")[2] == text.partition("the pasted launcher")[2]

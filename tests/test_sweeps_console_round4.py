@@ -31,7 +31,7 @@ def test_null_on_an_optional_cluster_axis_runs_the_presets_value(tmp_path, capsy
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
     got = rows(out)
-    assert [(r["cluster.nvls"], r["status"]) for r in got] == [("null", "ok"), ("False", "ok")]
+    assert [(r["cluster.nvls"], r["status"]) for r in got] == [("null", "ok"), ("false", "ok")]
     capsys.readouterr()
     path = megatron_sweep(tmp_path, {"cluster.oversubscription": [None, 2]}, cluster={"preset": "dgx-a100-80gb",
                                                                                    "gpus": 16})

@@ -187,7 +187,9 @@ def _text(value: Any, whole: bool = False) -> str:
 
 def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     """``args`` with the flag of ``dotted`` set to ``value``: replaced where it stood (every
-    name it has), else appended; ``true`` writes a switch, ``false`` or null removes the flag."""
+    name it has), else appended; ``true`` writes a switch, ``false`` or null removes the flag.
+    A pasted launcher's words are kept (they were dropped: a point ran on nodes of another
+    count than its ``torchrun --nproc_per_node`` in silence, where the base is refused)."""
     flag = flag_of(dotted)
     action = modelled_actions().get(flag)
     spellings = set(action.option_strings) if action is not None else {flag}
@@ -201,7 +203,8 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     if words is None and value is not None and not isinstance(value, bool):
         several = " or a list of them" if takes_several(flag) else ""
         raise InputError(f"{where}: {flag}: give one value (a number or a word){several}, not {value!r}")
-    tokens = _tokens(args, where)
+    # a pasted launcher's words stay before Megatron's: its run checks them against the cluster
+    launcher, tokens = command_line.launch_line(args, f"{where}: the base scenario's workload.args")
     out: list[str] = []
     at: int | None = None
     i = 0
@@ -221,7 +224,7 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
         new = [flag] if switch else [flag, *(words or ())]
         at = len(out) if at is None else at
         out[at:at] = new
-    return shlex.join(out)
+    return shlex.join([*launcher, *out])
 
 
 @cache

@@ -4,40 +4,73 @@ The sweep reads a point's job twice before any point runs: to tell points that r
 apart (:mod:`~simpy_astra.sweep.same_run`) and to mark those Megatron refuses
 (:mod:`~simpy_astra.sweep.validity`). Each parsed the command line again (three times a point
 with ``--list``'s loader), so the job is parsed here once, its errors naming the point, and
-both read it.
+both read it as the point is expanded: the point keeps what they found, not the job (4.4 KB a
+point, 440 MB held for a whole sweep at its 100,000-point cap). The job is parsed on the
+cluster's nodes, as its run parses it: a pasted launcher's count a node that the nodes do not
+hold is found before the point runs.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.megatron.kernels import Gpu
+
+#: a point's cluster as its run loads it: (its GPU, its GPUs a node); the rule of Megatron's
+#: NCCL the machine breaks (NVLS on an A100's nodes); None where the loader refuses it (the
+#: point fails on its own, saying why)
+LoadedNodes = tuple[Gpu, int] | InvalidConfigurationError | None
 
 
 @dataclass(frozen=True)
 class PointJob:
-    """A point's Megatron job, or why Megatron (or the simulator) refuses its arguments."""
+    """A point's Megatron job, or why Megatron (or the simulator) refuses its arguments, and
+    its cluster as loaded; read while the point is expanded, then let go."""
 
     job: MegatronJob | None
     #: the refusal, an :class:`~simpy_astra.errors.InvalidConfigurationError` for a rule of
     #: Megatron's; None when ``job`` is
     refused: InputError | None = None
+    cluster: LoadedNodes = None
 
 
-def point_job(scenario: dict[str, Any], where: str) -> PointJob | None:
-    """The Megatron job of ``scenario`` on its cluster's GPUs, its errors naming ``where`` (the
-    sweep file and the point) as ``SWEEP: point ...: workload``; None where the point is no
-    Megatron job on a GPU count (it fails on its own, saying why)."""
+def point_job(scenario: dict[str, Any], where: str, clusters: dict[str, LoadedNodes] | None = None) -> PointJob | None:
+    """The Megatron job of ``scenario`` on its cluster's GPUs and nodes, its errors naming
+    ``where`` (the sweep file and the point) as ``SWEEP: point ...: workload``; None where the
+    point is no Megatron job on a GPU count (it fails on its own, saying why). ``clusters``
+    keeps each cluster loaded, for the next point: a sweep's points share a few."""
     args = megatron_args_of(scenario)
     cluster = scenario.get("cluster")
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         return None
+    nodes = _loaded(cluster, f"{where}: cluster", {} if clusters is None else clusters)
+    per_node = nodes[1] if isinstance(nodes, tuple) else None
     try:
-        return PointJob(parse(args, gpus, f"{where}: workload"))
+        return PointJob(parse(args, gpus, f"{where}: workload", f"{where}: cluster.gpus", per_node), None, nodes)
     except InputError as exc:  # an invalid layout too (InvalidConfigurationError is one)
-        return PointJob(None, exc.with_traceback(None))  # kept with the point: not its parser's frames
+        return PointJob(None, exc.with_traceback(None), nodes)  # not its parser's frames
+
+
+def _loaded(cluster: dict[str, Any], where: str, clusters: dict[str, LoadedNodes]) -> LoadedNodes:
+    """The GPU and GPUs a node of ``cluster`` as its run loads them (a refusal is not kept:
+    its words name the point)."""
+    from simpy_astra.config.cluster import load_cluster
+
+    text = json.dumps(cluster, sort_keys=True, default=str)
+    if text in clusters:
+        return clusters[text]
+    try:
+        loaded = load_cluster(cluster, where)
+        clusters[text] = (loaded.gpu_model(), int(loaded.node["gpus"]))
+    except InvalidConfigurationError as exc:
+        return exc.with_traceback(None)
+    except InputError:
+        return None
+    return clusters[text]

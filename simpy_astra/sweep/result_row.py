@@ -30,7 +30,8 @@ REQUIRED_OK = ("finish_ns",)
 
 
 #: a null coordinate's cell: as the sweep file, the summary and every point's label write it (an
-#: empty cell is a figure a point has not); a file from before it has an empty cell there
+#: empty cell is a figure a point has not). A folder an earlier version wrote, with an empty
+#: cell there, is refused as another simulator's (:func:`~simpy_astra.sweep.manifest.check_simulator`)
 NULL_CELL = "null"
 
 
@@ -39,15 +40,12 @@ def coordinate_cell(value: Any) -> str:
     return NULL_CELL if value is None else csv_value(value)
 
 
-def coordinate_cells(value: Any) -> tuple[str, ...]:
-    """The cells a row written by this or an earlier version holds for the coordinate ``value``."""
-    return (NULL_CELL, "") if value is None else (csv_value(value),)
-
-
 def csv_value(value: Any) -> str:
+    """A cell: empty for None (a figure a point has not); true and false as the sweep file,
+    the labels and the summary write them (they were Python's True and False)."""
     if value is None:
         return ""
-    if isinstance(value, str | int | float):
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
         return str(value)
     return json.dumps(value)
 

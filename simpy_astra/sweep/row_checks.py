@@ -4,8 +4,6 @@ their keys'. A file that fails is refused with its line named, never rewritten."
 
 from __future__ import annotations
 
-import itertools
-
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.result_names import RESULT_NAMES
 from simpy_astra.sweep.result_row import (
@@ -15,7 +13,6 @@ from simpy_astra.sweep.result_row import (
     REQUIRED_OK,
     STATUSES,
     coordinate_cell,
-    coordinate_cells,
     parse_figure,
     row_digest,
 )
@@ -92,8 +89,7 @@ def check_coordinates(csv_path: str, lines: dict[str, int], rows: dict[str, dict
     row's line in ``csv_path``."""
     # a row under a key no point has, with a point's coordinates: its key was edited (or
     # made another way); it stayed beside the point's own row, two rows of one point
-    by_coordinates = {cells: p for p in points for cells in itertools.product(
-        *(coordinate_cells(v) for v in p.coordinates.values()))}
+    by_coordinates = {tuple(coordinate_cell(v) for v in p.coordinates.values()): p for p in points}
     columns, keys = (list(points[0].coordinates) if points else []), {p.key for p in points}
     for key, row in rows.items():
         twin = None if key in keys else by_coordinates.get(tuple(row.get(c) for c in columns))
@@ -104,7 +100,7 @@ def check_coordinates(csv_path: str, lines: dict[str, int], rows: dict[str, dict
     for p in points:
         row = rows.get(p.key)
         for column, value in p.coordinates.items() if row is not None else ():
-            if column in row and row[column] not in coordinate_cells(value):
+            if column in row and row[column] != coordinate_cell(value):
                 raise InputError(f"{csv_path}: line {lines[p.key]}: {column}: {row[column]!r} is not "
                                  f"the value of its key {p.key} ({coordinate_cell(value)}); fix or delete that line "
                                  f"(its point then runs again); the file is left as it is")

@@ -34,7 +34,8 @@ class AlikePoints:
 
     def __init__(self) -> None:
         self.points: list[Any] = []  # the sweep Points kept, in sweep order
-        self._at: dict[str, tuple[int, int]] = {}  # run key -> (place in the points, warnings)
+        #: run key -> (place in the points, warnings, its cluster as read)
+        self._at: dict[str, tuple[int, int, ClusterRead | None]] = {}
         # why -> (the point left out, the place of the one run: named when all are in)
         self._pairs: dict[str, list[tuple[Any, int]]] = {}
         #: every key added, in sweep order (the points left out too: each has its row)
@@ -46,20 +47,21 @@ class AlikePoints:
         #: the points of a sweep share a few, each loaded once per expansion
         self._blocks: dict[str, tuple[str, int] | None] = {}
 
-    def add(self, point: Any) -> None:
-        """``point`` (a sweep Point) joins the points unless one of them runs its step."""
-        key = run_key(point.scenario, self._reads, self._blocks, _job(point))
+    def add(self, point: Any, job: Any = None) -> None:
+        """``point`` (a sweep Point) joins the points unless one of them runs its step; ``job``:
+        its Megatron job as it was expanded (None: none, or refused), read here and not kept."""
+        key = run_key(point.scenario, self._reads, self._blocks, job)
         self.order.append(point.key)
         if key.text not in self._at:
-            self._at[key.text] = (len(self.points), key.warnings)
+            self._at[key.text] = (len(self.points), key.warnings, key.cluster)
             self.points.append(point)
             return
-        at, warned = self._at[key.text]
-        kept, dropped = self.points[at], point
+        at, warned, read = self._at[key.text]
+        (kept, kept_read), (dropped, dropped_read) = (self.points[at], read), (point, key.cluster)
         if key.warnings < warned:  # the earlier point's place, the later one's writing
-            kept, dropped = point, self.points[at]
-            self.points[at], self._at[key.text] = point, (at, key.warnings)
-        why = why_alike(kept.scenario, dropped.scenario, self._reads, (_job(kept), _job(dropped)))
+            (kept, kept_read), (dropped, dropped_read) = (dropped, dropped_read), (kept, kept_read)
+            self.points[at], self._at[key.text] = point, (at, key.warnings, key.cluster)
+        why = why_alike(kept.scenario, dropped.scenario, (kept_read, dropped_read))
         self._pairs.setdefault(why, []).append((dropped, at))
 
     def warnings(self) -> list[str]:
@@ -109,6 +111,8 @@ class RunKey:
     #: the warnings of the point's own writing (its job's, the cluster's keys that change
     #: nothing): of two points alike, the one with fewer is named, as it says what runs
     warnings: int
+    #: its cluster as its run reads it (None: not so read)
+    cluster: ClusterRead | None = None
 
 
 def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
@@ -137,7 +141,7 @@ def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | Non
         if loaded is not None:
             doc[key], ignored = loaded
             warnings += ignored
-    return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings)
+    return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings, read)
 
 
 def _astra_block(scenario: dict[str, Any], key: str, blocks: dict[str, tuple[str, int] | None]) -> tuple[str, int] | None:
@@ -174,17 +178,15 @@ def _load_block(key: str, block: dict[str, Any], scale: float) -> tuple[str, int
     return repr(fields), warned
 
 
-def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
-              megatron: tuple[Any, Any] = (None, None)) -> str:
+def why_alike(one: dict[str, Any], other: dict[str, Any],
+              read: tuple[ClusterRead | None, ClusterRead | None] = (None, None)) -> str:
     """Why the scenarios ``one`` and ``other``, which :func:`run_key` finds alike, run alike
-    ('' when they read alike); ``megatron``: their Megatron jobs, as for :func:`run_key`."""
+    ('' when they read alike); ``read``: their clusters as :func:`run_key` read them."""
     if json.dumps(one, sort_keys=True, default=str) == json.dumps(other, sort_keys=True, default=str):
         return ""
     why = []
     if megatron_args_of(one) != megatron_args_of(other):
         why.append("Megatron-LM runs their arguments alike")
-    reads = {} if reads is None else reads
-    read = [_cluster_read(one, reads, megatron[0]), _cluster_read(other, reads, megatron[1])]
     jobs = [s.get("jobs") if isinstance(s.get("jobs"), list) else [] for s in (one, other)]
     for i, (mine, theirs) in enumerate(zip(*jobs, strict=False)):
         for key, a, b in _differences(mine if isinstance(mine, dict) else {}, theirs if isinstance(theirs, dict) else {},
@@ -226,13 +228,6 @@ def _differences(one: dict[str, Any], other: dict[str, Any], where: str) -> list
         else:
             out.append((f"{where}.{key}", mine, theirs))
     return out
-
-
-def _job(point: Any) -> Any:
-    """The Megatron job a sweep point launches, as it was parsed when the point was expanded
-    (:mod:`~simpy_astra.sweep.point_job`), or None (no Megatron workload, or arguments that its
-    own run refuses)."""
-    return point.megatron.job if point.megatron is not None else None
 
 
 def _played_pairs(scenario: dict[str, Any], job: Any) -> tuple[tuple[int, int], ...] | None:

@@ -53,11 +53,12 @@ from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import Expression, type_mismatch
 from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
-from simpy_astra.sweep.point_job import PointJob, point_job
+from simpy_astra.sweep.point_job import LoadedNodes, point_job
 from simpy_astra.sweep.result_names import DEFAULT_REPORT, HIGHER_IS_BETTER, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints, SameRun
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
 from simpy_astra.sweep.spec_goals import Goals, read_goals
+from simpy_astra.sweep.validity import JobVerdict, job_verdict
 from simpy_astra.workloads.generated import GENERATORS
 
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
@@ -74,8 +75,9 @@ class Point:
     #: and in fewer columns, its words' values without their names (``bandwidth=50 ring``)
     label: str = field(default="", compare=False)
     terse: str = field(default="", compare=False)
-    #: its Megatron job, parsed once as it was expanded (None: no Megatron job on a GPU count)
-    megatron: PointJob | None = field(default=None, compare=False)
+    #: what its Megatron job, parsed once as it was expanded, refuses (None: nothing, or no
+    #: Megatron job on a GPU count); the job itself is not kept (4.4 KB a point)
+    megatron: JobVerdict | None = field(default=None, compare=False)
 
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
@@ -222,6 +224,7 @@ class SweepSpec:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
         seen, first, alike = set(), {}, AlikePoints()
+        clusters: dict[str, LoadedNodes] = {}  # each cluster the points name, loaded once
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
@@ -238,9 +241,11 @@ class SweepSpec:
             # cannot judge it: the point stays, and shows why it cannot run
             first = first or values
             if all(not f.names <= values.keys() or self._keeps(f, values, coords) for f in self.goals.point_filters):
+                where = point_label(self.path, coords)
+                found = point_job(scenario, where, clusters)
                 alike.add(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
-                                " ".join(point_words(self.axes, coords, terse=True)),
-                                point_job(scenario, point_label(self.path, coords))))
+                                " ".join(point_words(self.axes, coords, terse=True)), job_verdict(found, where)),
+                          None if found is None else found.job)
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
         self.same_runs, self.order = alike.same_runs(), alike.order
         out = alike.points

@@ -7,13 +7,14 @@ up front. A sweep with an axis over other fields (``backend``, ``network.bandwid
 ``jobs.1.placement``) has ``--list`` read each point as its run would, with the scenario
 loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
 with the loader's own words. A rule on the cluster's GPU (FP8 without FP8 units) is checked on
-the GPU as the cluster loads it, about 0.2 ms a point, and so is one of its nodes (NVLS on
-nodes without NVSwitch-3). A point's job is the one parsed as it was expanded
-(:mod:`~simpy_astra.sweep.point_job`).
+the GPU as the cluster loads it (each cluster loaded once as the points are expanded), and so
+is one of its nodes (NVLS on nodes without NVSwitch-3). A point's job is the one parsed as it
+was expanded (:mod:`~simpy_astra.sweep.point_job`), and what it says is kept with the point.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
@@ -29,43 +30,50 @@ def invalid_figures(exc: InvalidConfigurationError, where: str) -> dict[str, Any
     return {"status": INVALID, "error": f"{exc.rule}: {text}", "rule": exc.rule, "wall_s": 0.0}
 
 
+@dataclass(frozen=True)
+class JobVerdict:
+    """What a point's Megatron job says of its run before it runs, kept with the point in
+    place of the job (:mod:`~simpy_astra.sweep.point_job`)."""
+
+    #: the row of a point Megatron refuses (:func:`invalid_figures`), or None
+    invalid: dict[str, Any] | None = None
+    #: why its run will fail, or ''
+    failure: str = ""
+
+
+def job_verdict(found: PointJob | None, where: str) -> JobVerdict | None:
+    """What Megatron refuses of a point's job as it was expanded (``found``): its arguments,
+    the machine NCCL cannot run as asked (NVLS on an A100's nodes), what it refuses of the
+    cluster's GPU (FP8 on an A100); None where it refuses nothing, or the point has no job."""
+    if found is None:
+        return None
+    # deferred: the generator's modules cost a sweep without Megatron's flags 0.16 s to import
+    from simpy_astra.workloads.megatron.generator import on_hardware
+
+    try:
+        if found.refused is not None:
+            raise found.refused
+        if isinstance(found.cluster, InvalidConfigurationError):
+            raise found.cluster
+        if found.cluster is not None:
+            on_hardware(found.job, found.cluster[0], f"{where}: workload.args")
+    except InvalidConfigurationError as exc:
+        return JobVerdict(invalid_figures(exc, where))
+    except InputError as exc:
+        return JobVerdict(None, " ".join(exc.message.split()))
+    return None
+
+
 def verdict(scenario: dict[str, Any], where: str, load: bool = False,
-            megatron: PointJob | None = None) -> tuple[dict[str, Any] | None, str]:
+            megatron: JobVerdict | None = None) -> tuple[dict[str, Any] | None, str]:
     """(the invalid row of a point Megatron refuses, or None; why a point will fail when it
     runs, or ''): a value beyond what the simulator builds, such as a trace of more nodes than
     its bound, which ``--list`` shows rather than only the run. ``load``: read the whole point
-    with the scenario loader too (the sweep has axes beyond Megatron's flags). ``megatron``: the
-    point's job as it was expanded with it (:mod:`~simpy_astra.sweep.point_job`), read here
-    rather than parsed again."""
+    with the scenario loader too (the sweep has axes beyond Megatron's flags). ``megatron``:
+    what the point's job said as it was expanded (:func:`job_verdict`)."""
     if megatron is not None:
-        # deferred: the generator's modules cost a sweep without Megatron's flags 0.16 s to import
-        from simpy_astra.workloads.megatron.generator import on_hardware
-
-        try:
-            if megatron.refused is not None:
-                raise megatron.refused
-            gpu = _gpu(scenario["cluster"], where)
-            if gpu is not None:  # what Megatron refuses of the cluster's GPU (FP8 on an A100)
-                on_hardware(megatron.job, gpu, f"{where}: workload.args")
-        except InvalidConfigurationError as exc:
-            return invalid_figures(exc, where), ""
-        except InputError as exc:
-            return None, " ".join(exc.message.split())
+        return megatron.invalid, megatron.failure
     return (_loaded(scenario, where) if load else (None, ""))
-
-
-def _gpu(cluster: dict[str, Any], where: str) -> Any:
-    """The GPU of a point's cluster as its run loads it, or None where the loader refuses the
-    cluster (the point fails on its own, saying why); a machine NCCL cannot run as asked
-    (NVLS on an A100's nodes) raises its rule."""
-    from simpy_astra.config.cluster import load_cluster
-
-    try:
-        return load_cluster(cluster, f"{where}: cluster").gpu_model()
-    except InvalidConfigurationError:
-        raise
-    except InputError:
-        return None
 
 
 def _loaded(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
