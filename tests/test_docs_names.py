@@ -24,7 +24,7 @@ TOP = {"simpy_astra", "workloads", "collectives", "topologies", "benchmarks", "e
        "scenarios", *(p.name for p in PACKAGE.iterdir() if p.is_dir())}
 #: file names the docs give that are not ours: Megatron-LM's and NeMo's sources, and files a
 #: user writes in the docs' examples
-NOT_OURS = {"pretrain_gpt.py", "p2p_communication.py", "transformer.py", "monitor.py", "my_algo.py",
+NOT_OURS = {"pretrain_gpt.py", "pretrain_bert.py", "p2p_communication.py", "transformer.py", "monitor.py", "my_algo.py",
             "arguments.py"}
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("*/README.md")),
          *sorted(PACKAGE.glob("*/README.md"))]
