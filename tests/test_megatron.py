@@ -768,8 +768,13 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
         nodes = [r for r in csv.DictReader(f) if r["npu"] == "0"]
     gathers = [r for r in nodes if r["name"].endswith(".params.allgather")]
     forward = [r for r in nodes if r["name"].startswith("F0.") and r["type"] == "COMP"]
+    forward = [r for r in forward if not r["name"].endswith(".host")]  # the host's chain (host_time)
     assert len(gathers) == 5 and int(gathers[0]["start_ns"]) == 0  # the embedding's bucket, then a layer's each
-    for k in range(1, 5):
+    # the forward opens with the micro-batch's batch fetch (batch_fetch: its tokens copied up):
+    # the first layer's gather goes as it ends, at the latest when the embedding's compute starts
+    fetch, forward = forward[0], forward[1:]
+    assert int(fetch["end_ns"]) == int(gathers[1]["start_ns"]) <= int(forward[0]["start_ns"])
+    for k in range(2, 5):
         assert int(gathers[k]["start_ns"]) == int(forward[k - 1]["start_ns"])
         assert int(gathers[k]["start_ns"]) >= int(gathers[k - 1]["end_ns"])
     assert int(gathers[3]["start_ns"]) > int(gathers[2]["end_ns"])  # not back to back
@@ -905,7 +910,7 @@ def test_full_recomputation_reruns_the_layers_and_not_the_embedding():
     stage = StageSchedule(job, TOY, 0)
     stage.build()
     names = [op.name for op in stage.g.ops if op.name.endswith("embedding.allreduce")]
-    assert names == ["F0.c0.2.embedding.allreduce", "F1.c0.2.embedding.allreduce"]
+    assert [name.split(".")[0] for name in names] == ["F0", "F1"]  # forwards only, once each
 
 
 def test_sequence_parallelism_saves_what_korthikanti_measured_a_layer(tmp_path):

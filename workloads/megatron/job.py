@@ -301,8 +301,9 @@ class MegatronJob:
         of one GPU a node (at the mean of the machine's fitted shares, NVLS's and the tree's
         too): sequence parallelism's, a context-parallel ring's or all-gather's, an expert
         all-gather dispatch, the distributed optimizer's (over two or more replicas, or
-        experts'), or the inputs a full recomputation keeps distributed."""
-        return (self.sequence_parallel or self.cp > 1 and any(kind != "a2a" for kind in self.cp_comm_types)
+        experts'), the inputs a full recomputation keeps distributed, or a micro-batch's batch
+        broadcast over tp (``batch_fetch``: written as the all-gather that moves its bytes)."""
+        return (self.tp > 1 or self.sequence_parallel or self.cp > 1 and any(kind != "a2a" for kind in self.cp_comm_types)
                 or self.ep > 1 and not self.moe_alltoall
                 or self.distributed_optimizer and (self.dp * self.cp > 1 or self.experts > 0)
                 or self.recompute == "full" and self.distribute_saved_activations)
