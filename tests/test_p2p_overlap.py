@@ -101,7 +101,11 @@ def test_the_overlap_hides_gradient_sends_across_nodes_and_no_more(tmp_path):
     off = _step_ns(tmp_path, args + " --no-overlap-p2p-communication", 32)["iteration_time_ns"]
     send_ns = 1024 * 4096 * 2 / 8 / 25e9 * 1e9
     assert on < off
-    assert off - on <= 16 * (send_ns + 20_000), (on, off)  # 20 us: NCCL's latency a send, generously
+    # 20 us: NCCL's latency a send, generously; and without the overlap every exchange is
+    # batched and synchronises the device (batch_p2p_sync), so each of the stage's 32 tasks
+    # starts on an idle GPU after the host's first launch (batch_fetch, host_time): 100 us each
+    # bounds a launch and the host's share of the first step, generously
+    assert off - on <= 16 * (send_ns + 20_000) + 32 * 100_000, (on, off)
 
 
 def test_both_names_of_the_switch_are_refused():
