@@ -114,10 +114,19 @@ def test_a_point_whose_named_axes_do_not_fit_keeps_every_value():
 
 
 def test_terse_names_drop_only_a_word_values_axis_name(tmp_path):
+    spec = load_sweep(_sweep(tmp_path, {**LAYOUT_AXES, "workload.args.recompute-granularity": ["selective", "full"]}))
+    point = spec.points()[0]
+    assert point.label == "tp=2 pp=2 vp=off recompute=selective"
+    assert point.terse == "tp=2 vp=off selective"  # pp, of one value, left out
+
+
+def test_terse_names_leave_out_an_axis_of_one_value(tmp_path):
+    """An axis of one value tells no point from another: the short form (a line too narrow for
+    the whole) leaves it out; the whole label keeps it."""
     spec = load_sweep(_sweep(tmp_path, {**LAYOUT_AXES, "workload.args.recompute-granularity": ["selective"]}))
     point = spec.points()[0]
     assert point.label == "tp=2 pp=2 vp=off recompute=selective"
-    assert point.terse == "tp=2 pp=2 vp=off selective"
+    assert point.terse == "tp=2 vp=off"
 
 
 def test_a_sweep_of_invalid_points_prints_no_empty_table_and_a_short_error(tmp_path, capsys):

@@ -98,8 +98,9 @@ def test_a_constraint_met_only_by_points_that_do_not_fit_says_so(tmp_path, capsy
 def test_a_points_progress_line_keeps_the_coordinates_after_one_too_long_for_it():
     """A sweep over pp, --num-layers-per-virtual-pipeline-stage (no short name), cp, sp,
     dist_opt and preset named every one of its 48 points 'pp=2 ...' in a pipe: the coordinates
-    stopped at the first that did not fit, so no line told its point. Now only that coordinate
-    is left out ('...') and the ones after it that fit are kept."""
+    stopped at the first that did not fit, so no line told its point. Then only that coordinate
+    was left out ('...'); two points differing in it read alike. Now nothing is cut: the line
+    breaks between coordinates, the figure on the last."""
     import io
 
     from simpy_astra.sweep.runner import Finished, _PlainProgress
@@ -111,9 +112,9 @@ def test_a_points_progress_line_keeps_the_coordinates_after_one_too_long_for_it(
     terse = "pp=2 num_layers_per_virtual_pipeline_stage=2 cp=1 sp=off dist_opt=on dgx-h100"
     for _ in range(26):
         progress.update(0, advance=1, last=Finished(coords, "43,215,743 ns", True, terse=terse))
-    line = stream.getvalue().splitlines()[-1]
-    assert line == "sweep: 26/48 done; pp=2 ... cp=1 sp=off dist_opt=on dgx-h100: 43,215,743 ns"
-    assert len(line) <= 80
+    lines = stream.getvalue().splitlines()[-2:]
+    assert lines == ["sweep: 26/48 done; pp=2 num_layers_per_virtual_pipeline_stage=2 cp=1 sp=off",
+                     "    dist_opt=on dgx-h100: 43,215,743 ns"]
 
 
 # ---------------------------------------------------------------- the summary on a terminal
@@ -140,3 +141,37 @@ def test_a_terminal_table_too_wide_splits_its_columns_before_it_folds_a_value():
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "dgx-a100-80gb" in text and "dgx-a100-40gb" in text
     assert "memory_per_gpu_gib" in text and "1,742,797,280" in text
+
+
+def test_points_told_apart_by_a_late_coordinate_read_apart_in_a_pipe(tmp_path):
+    """A sweep over bandwidth, two collectives, an axis of one value, splits and backend printed
+    'bandwidth=50 halvingDoubling halvingDoubling ...: 121,772 ns' for four points in a pipe: the
+    coordinates that told them apart (splits, backend) were cut. An axis of one value tells no
+    point apart and is left out of the short form; what still does not fit goes on to a next
+    line, every coordinate kept."""
+    import os
+    import subprocess
+    import sys
+
+    torus = Path(__file__).resolve().parents[1] / "scenarios" / "torus3d_all_reduce.yaml"
+    sweep = tmp_path / "wide.yaml"
+    sweep.write_text(
+        f"name: wide\nbase: {torus}\naxes:\n"
+        "  network.bandwidth: [50]\n"
+        "  system.all-reduce-implementation: [halvingDoubling]\n"
+        "  system.all-gather-implementation: {values: [halvingDoubling], as: all_gather_implementation_long}\n"
+        "  system.preferred-dataset-splits: {values: [4, 64], as: splits}\n"
+        "  backend: [congestion_unaware, congestion_aware]\n")
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "sweep", str(sweep), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    records: list[list[str]] = []
+    for line in done.stderr.splitlines():
+        if line.startswith("sweep: ") and " done; " in line:
+            records.append([line])
+        elif line.startswith("    ") and records:
+            records[-1].append(line)
+    assert len(records) == 4
+    told = {" ".join(" ".join(r).split()[3:]).rsplit(":", 1)[0] for r in records}
+    assert told == {f"splits={s} {b}" for s in (4, 64) for b in ("congestion_unaware", "congestion_aware")}
+    assert all(len(line) <= 80 for r in records for line in r)

@@ -25,11 +25,12 @@ from simpy_astra.report.widths import (
     column_blocks,
     fit_first,
     fit_words,
+    fit_wrapped,
     fitting_columns,
     plain_width,
 )
 
 __all__ = ["FOLDED_TEXT_WIDTH", "PART_WIDTH", "PLAIN_MIN_WIDTH", "PLAIN_WIDTH", "Output", "ProgressLine",
-           "column_blocks", "dollars", "fit_first", "fit_words", "fitting_columns", "plain_width", "print_breakdown",
+           "column_blocks", "dollars", "fit_first", "fit_words", "fit_wrapped", "fitting_columns", "plain_width", "print_breakdown",
            "print_cost", "print_jobs", "print_memory_breakdown", "print_summary", "progress_text",
            "progress_wanted", "run_with_progress", "say", "say_wrapped"]

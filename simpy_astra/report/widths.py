@@ -129,6 +129,28 @@ def fit_words(head: str, tail: str, width: int) -> str:
     return " ".join(kept) + tail
 
 
+def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, indent: str = "  ") -> list[str]:
+    """The first of ``heads`` that fits whole beside ``tail`` in ``first_room`` on one line,
+    else the last broken between its words onto lines of ``width`` indented by ``indent``,
+    ``tail`` whole on the last: a plain line is read once, so nothing is cut ("...") from it
+    (two points of a sweep whose last coordinates were cut read alike)."""
+    for head in heads:
+        if text_width(head) + text_width(tail) <= first_room:
+            return [head + tail]
+    words = heads[-1].split() or [""]
+    words[-1] += tail  # the figure stays with the last coordinate
+    lines: list[str] = []
+    line, room = "", first_room
+    for word in words:
+        joined = f"{line} {word}" if line else word
+        if line and text_width(joined) > room:
+            lines.append(line)
+            line, room = indent + word, width
+        else:
+            line = joined
+    return [*lines, line]
+
+
 def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
     """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
     telling first), else the last cut by :func:`fit_words`."""

@@ -208,7 +208,10 @@ def shown(value: Any) -> str:
 def point_words(axes: list[Axis], coordinates: dict[str, Any], terse: bool = False) -> list[str]:
     """A point as its lines name it, ``tp=4 pp=2 vp=off``: each axis by its short name;
     ``terse``: a value that is a word says itself (``ring``, ``congestion_aware``, ``full``),
-    only numbers and on/off keep their axis's name (``bandwidth=50 ring splits=4``)."""
+    only numbers and on/off keep their axis's name (``bandwidth=50 ring splits=4``), and an axis
+    of one value, which tells no point from another, is left out (unless every axis is)."""
+    if terse and any(len(a.values) > 1 for a in axes):
+        axes = [a for a in axes if len(a.values) > 1]
     return [shown(v) if terse and isinstance(v, str) and any(c.isalpha() for c in v) else f"{a.name}={shown(v)}"
             for a, v in ((a, coordinates[a.column]) for a in axes)]
 

@@ -36,7 +36,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.infra import stopping
 from simpy_astra.infra.stopping import Terminated
 from simpy_astra.plugins import search_also
-from simpy_astra.report.console import Output, fit_first, plain_width
+from simpy_astra.report.console import Output, fit_wrapped, plain_width
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import freeze_worker_heap, run_point
 from simpy_astra.sweep.spec import Point
@@ -90,6 +90,11 @@ class _PlainProgress:
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
+    def _lines(self, head: str, names: list[str], tail: str) -> None:
+        """A point's line, broken between its coordinates where it does not fit, never cut."""
+        lines = fit_wrapped(names, tail, plain_width(), plain_width() - len(head), indent=" " * 4)
+        self._print(head + "\n".join(lines))
+
     def add_task(self, _name: str, total: int, last: Finished | None, best: Finished | None = None) -> int:
         """``best``: the best of the rows results.csv had before (a resumed sweep's best so
         far may be one of them)."""
@@ -109,7 +114,7 @@ class _PlainProgress:
             self.best = last
         if self.total <= PLAIN_POINT_LINES:
             head = f"sweep: {self.done}/{self.total} done; "
-            self._print(head + fit_first(last.names, f": {last.result}", plain_width() - len(head)))
+            self._lines(head, last.names, f": {last.result}")
             self.last_line = self.clock()
             return
         now = self.clock()
@@ -125,8 +130,7 @@ class _PlainProgress:
         self._print(_fitting(f"{counts}; {_clock(elapsed)} elapsed, eta {_clock(eta)}", f"{counts}; eta {_clock(eta)}"))
         if self.best is not None and self.best is not self.best_shown:  # said again only when it changes
             self.best_shown = self.best
-            head = "  best so far: "
-            self._print(head + fit_first(self.best.names, f": {self.best.score[1]}", plain_width() - len(head)))
+            self._lines("  best so far: ", self.best.names, f": {self.best.score[1]}")
 
 
     def waiting(self, running: int) -> None:
