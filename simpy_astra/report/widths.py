@@ -131,24 +131,19 @@ def fit_words(head: str, tail: str, width: int) -> str:
 
 def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, indent: str = "  ") -> list[str]:
     """The first of ``heads`` that fits whole beside ``tail`` in ``first_room`` on one line,
-    else the last broken between its words onto lines of ``width`` indented by ``indent``,
-    ``tail`` whole on the last: a plain line is read once, so nothing is cut ("...") from it
-    (two points of a sweep whose last coordinates were cut read alike)."""
+    else the last broken between its words onto lines of ``width`` indented by ``indent`` (a
+    word longer than a line broken in it), ``tail`` whole after the last word: a plain line is
+    read once, so nothing is cut ("...") from it (two points of a sweep whose last coordinates
+    were cut read alike)."""
+    import textwrap
+
     for head in heads:
         if text_width(head) + text_width(tail) <= first_room:
             return [head + tail]
-    words = heads[-1].split() or [""]
-    words[-1] += tail  # the figure stays with the last coordinate
-    lines: list[str] = []
-    line, room = "", first_room
-    for word in words:
-        joined = f"{line} {word}" if line else word
-        if line and text_width(joined) > room:
-            lines.append(line)
-            line, room = indent + word, width
-        else:
-            line = joined
-    return [*lines, line]
+    lead = "\0" * max(0, width - first_room)  # the room the line's own start takes
+    glued = tail.replace(" ", "\u00a0")  # textwrap breaks at ASCII spaces only: the figure stays whole
+    lines = textwrap.wrap(lead + heads[-1] + glued, width, subsequent_indent=indent, break_on_hyphens=False)
+    return [line.replace("\0", "").replace("\u00a0", " ") for line in lines]
 
 
 def fit_first(heads: Sequence[str], tail: str, width: int) -> str:

@@ -85,12 +85,15 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
             + [_number(v, d) for v, d in zip(row, digits, strict=True)] for o, row in zip(ranked, values, strict=True)]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.goals.report]
     align = ["left"] * len(spec.axes) + ["right"] * len(spec.goals.report)
-    # never let a point that does not fit pass unseen (unless the report shows fits already)
+    # never let a point that does not fit pass unseen (unless the report shows fits already):
+    # beside the coordinates, in the first table, since it orders the rows (a faster point
+    # ranked below slower ones read as wrong while its 'NO' was in the table below)
     if any(o.figures.get("fits") is not None for o in ranked) and "fits" not in headers:
-        headers.append("fits")
-        align.append("left")
+        at = len(spec.axes)
+        headers.insert(at, "fits")
+        align.insert(at, "left")
         for row, o in zip(rows, ranked, strict=True):
-            row.append("yes" if o.fits else "NO")
+            row.insert(at, "yes" if o.fits else "NO")
     # too wide for the terminal (or plain_width() in a pipe): numbered rows, the last columns in a table below;
     # no table when no point finished (a title 'best 0' over bare headers said nothing)
     if rows:
