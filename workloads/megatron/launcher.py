@@ -51,10 +51,15 @@ _PROCESSES_A_NODE = re.compile(r"ppr:(\d+):node\b")
 _ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 
 
+def launcher_of(word: str) -> str | None:
+    """The launcher ``word`` starts (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
+    after ``python -m`` starts torchrun), or None."""
+    return _NAMES.get(word.rpartition("/")[2])
+
+
 def is_launcher(word: str) -> bool:
-    """``word`` starts a launcher (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
-    after ``python -m``)."""
-    return word.rpartition("/")[2] in _NAMES
+    """``word`` starts a launcher (:func:`launcher_of`)."""
+    return launcher_of(word) is not None
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,8 @@ def read(launcher: list[str]) -> Launch | None:
     ... torchrun ...``) the last, which starts the workers, counts."""
     kind, found = None, {}
     for i, word in enumerate(launcher):
-        if is_launcher(word):
-            started = _NAMES[word.rpartition("/")[2]]
+        started = launcher_of(word)
+        if started:
             kind, found = started, {}
             continue
         given = _flag_and_value(kind, launcher, i) if kind else None
