@@ -25,13 +25,13 @@ from simpy_astra.collectives.direct import DIRECT
 from simpy_astra.collectives.double_binary_tree import DOUBLE_BINARY_TREE
 from simpy_astra.collectives.halving_doubling import HALVING_DOUBLING
 from simpy_astra.collectives.ring import RING
+from simpy_astra.errors import a_kind
+from simpy_astra.infra.registry_names import claim
 from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
-    a_kind,
     asyncio_kind,
     call_makes,
-    claim,
     class_call,
     entry_point_names,
     from_entry_point,

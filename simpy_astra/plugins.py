@@ -28,9 +28,8 @@ from typing import Any
 
 from simpy.events import Timeout
 
-from simpy_astra.errors import a_kind  # noqa: F401 - importable here, as before
 from simpy_astra.infra import files
-from simpy_astra.infra.registry_names import claim, origin, spellable  # noqa: F401 - importable here
+from simpy_astra.infra.registry_names import origin
 from simpy_astra.infra.zero_time import ZERO_TIME_RESUMES, ZeroTimeGuard  # noqa: F401 - the limit, still importable here
 
 COLLECTIVES_GROUP = "simpy_astra.collectives"

@@ -15,15 +15,13 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.errors import InputError, Param, Parts
-from simpy_astra.infra.registry_names import same_definition
+from simpy_astra.infra.registry_names import origin, same_definition, spellable
 from simpy_astra.plugins import (
     NOT_LOADED_HINT,
     PluginError,
     call_makes,
     import_object,
-    origin,
     shown,
-    spellable,
     user_code_problem,
 )
 from simpy_astra.workloads.generator_inputs import held_digest, named_files_digest, source_digest
