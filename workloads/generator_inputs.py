@@ -82,6 +82,11 @@ def _held(value: Any, depth: int) -> str:
         return f"{type(value).__name__}({sorted(items) if isinstance(value, set | frozenset) else items})"
     if isinstance(value, dict):
         return f"{{{', '.join(f'{inner(k)}: {inner(v)}' for k, v in value.items())}}}"
+    if all(hasattr(value, name) for name in ("dtype", "shape", "tobytes", "tolist")):
+        # an array (numpy's): its repr is a summary past 1,000 items, so its contents are read
+        # (an array of objects by its items: their bytes are addresses)
+        held = inner(value.tolist()) if value.dtype == object else hashlib.sha256(value.tobytes()).hexdigest()
+        return f"{type(value).__name__}({value.dtype}, {value.shape}, {held})"
     if type(value).__repr__ is object.__repr__ and not isinstance(value, type):
         state = dict(getattr(value, "__dict__", {}))
         state.update({n: getattr(value, n) for n in _slots(type(value)) if hasattr(value, n)})
