@@ -33,3 +33,22 @@ def test_arrays_alike_key_alike_and_a_type_or_shape_apart() -> None:
     assert held_digest(TrafficGenerator(grid)) == held_digest(TrafficGenerator(np.arange(2000)))
     assert held_digest(TrafficGenerator(grid)) != held_digest(TrafficGenerator(grid.astype(np.int32)))
     assert held_digest(TrafficGenerator(grid)) != held_digest(TrafficGenerator(grid.reshape(40, 50)))
+
+
+def test_a_dataclass_generators_array_is_read_by_its_contents_too() -> None:
+    # a dataclass writes its own repr, which holds the array's summary
+    from dataclasses import dataclass
+
+    @dataclass
+    class Matrix:
+        sizes: object
+
+        def __call__(self, params, prefix):
+            return None
+
+    one = np.zeros(2000)
+    other = one.copy()
+    other[1000] = 1.0
+    assert repr(Matrix(one)) == repr(Matrix(other))
+    assert held_digest(Matrix(one)) != held_digest(Matrix(other))
+    assert held_digest(Matrix(one)) == held_digest(Matrix(one.copy()))
