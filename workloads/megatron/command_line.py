@@ -93,7 +93,8 @@ MAX_CHARACTERS = 1 << 20
 
 def words(args: object, where: str) -> list[str]:
     """``args`` (one string as in a launch script, or a list of words) as words, at most
-    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped."""
+    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped
+    (unread: :func:`launch_line` gives them; a script of another model is refused here too)."""
     return launch_line(args, where)[1]
 
 
