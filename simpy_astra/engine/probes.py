@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import simpy
 
 from simpy_astra.engine.users_processes import UsersProcesses
-from simpy_astra.plugins import call_makes, is_ours, shown, unfit_call
+from simpy_astra.plugins import call_makes, class_call, is_ours, shown, unfit_call
 
 #: what each probe point passes its watchers (the list above)
 ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
@@ -62,7 +62,8 @@ def check_watcher(fn: Any, called: str, args: tuple[str, ...], where: str) -> No
     made = call_makes(fn)
     if made:
         returned = {"a generator function": "a generator", "an async function": "a coroutine"}.get(made, "an async generator")
-        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is {made}: called, it returns {returned} "
+        name = getattr(fn, "__qualname__", None) or (f"{type(fn).__qualname__}.__call__" if class_call(fn) else shown(fn))
+        raise TypeError(f"{where}: {name} is {made}: called, it returns {returned} "
                         f"and runs none of its lines; give a plain function, or read sim.stream(kind) "
                         f"from a process of yours (yield store.get())")
     unfit = unfit_call(fn, *args)
