@@ -25,12 +25,14 @@ from simpy_astra.collectives.direct import DIRECT
 from simpy_astra.collectives.double_binary_tree import DOUBLE_BINARY_TREE
 from simpy_astra.collectives.halving_doubling import HALVING_DOUBLING
 from simpy_astra.collectives.ring import RING
+from simpy_astra.errors import a_kind
+from simpy_astra.infra.registry_names import claim
 from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
-    a_kind,
     asyncio_kind,
-    claim,
+    call_makes,
+    class_call,
     entry_point_names,
     from_entry_point,
     import_object,
@@ -64,24 +66,6 @@ class ImplementationChoice:
     window: int | None = None
 
 
-def _is_generator_function(fn: object) -> bool:
-    """``fn(ctx)`` makes a generator: a generator function (or a partial of one), or an object
-    whose class's ``__call__`` is one. Anything else that is merely callable (``os:system``, a
-    class) must not be called with a context."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    return inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(_call_of(fn))
-
-
-def _call_of(fn: object):  # noqa: ANN202 - a function, or None
-    """The ``__call__`` a callable instance runs (its class's function), else None (a function,
-    a method, a class or a builtin has code of its own, or none to find)."""
-    if inspect.isroutine(fn) or inspect.isclass(fn) or hasattr(fn, "__code__"):
-        return None
-    call = inspect.getattr_static(type(fn), "__call__", None)  # the class's own, as calling it runs
-    return call if inspect.isfunction(call) else None
-
-
 def _with_own_code(run):  # noqa: ANN001, ANN202 - any algorithm's run
     """``run`` as something whose code the engine's loop guard finds (``users_algorithm``
     follows ``__wrapped__`` and partials to a ``__code__``): a callable instance has none, so a
@@ -91,7 +75,7 @@ def _with_own_code(run):  # noqa: ANN001, ANN202 - any algorithm's run
     if isinstance(run, functools.partial):
         inner = _with_own_code(run.func)
         return run if inner is run.func else functools.partial(inner, *run.args, **run.keywords)
-    call = _call_of(run)
+    call = class_call(run)
     if call is None:
         return run
 
@@ -113,7 +97,7 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
                         f"as a generator function that yields the events it waits for (yield ctx.recv(...), not "
                         f"await; collectives/README.md)")
     if not isinstance(algorithm, CollectiveAlgorithm):
-        if not _is_generator_function(algorithm):
+        if call_makes(algorithm) != "a generator function":  # os:system, a class: never called with a context
             raise TypeError(f"collective '{name}' is {a_kind(algorithm)}, not an algorithm: expected a "
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)

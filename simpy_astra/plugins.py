@@ -28,9 +28,8 @@ from typing import Any
 
 from simpy.events import Timeout
 
-from simpy_astra.errors import a_kind  # noqa: F401 - importable here, as before
 from simpy_astra.infra import files
-from simpy_astra.infra.registry_names import claim, origin, spellable  # noqa: F401 - importable here
+from simpy_astra.infra.registry_names import origin
 from simpy_astra.infra.zero_time import ZERO_TIME_RESUMES, ZeroTimeGuard  # noqa: F401 - the limit, still importable here
 
 COLLECTIVES_GROUP = "simpy_astra.collectives"
@@ -77,20 +76,39 @@ def user_code_problem(what: str, exc: BaseException) -> str:
             f"code, not in simpy-astra: {DEBUG_HINT}")
 
 
-def asyncio_kind(fn: Any) -> str | None:
-    """'an async function' (or 'an async generator function') where calling ``fn`` (a function,
-    a partial of one, or an object whose class's ``__call__`` is one) makes asyncio's object
-    rather than running: nothing in a SimPy run awaits it, so none of its lines would run (a
-    collective, a callback, a model's or a backend's method), else None."""
+def class_call(fn: Any) -> Any:
+    """The ``__call__`` a callable instance runs (its class's function), else None (a function,
+    a method, a class or a builtin has code of its own, or none to find)."""
+    if inspect.isroutine(fn) or inspect.isclass(fn) or hasattr(fn, "__code__"):
+        return None
+    call = inspect.getattr_static(type(fn), "__call__", None)  # the class's own, as calling it runs
+    return call if inspect.isfunction(call) else None
+
+
+def call_makes(fn: Any) -> str | None:
+    """'a generator function', 'an async function' or 'an async generator function' where
+    calling ``fn`` (a function, a partial of one, or an object whose class's ``__call__`` is
+    one) makes a generator or asyncio's object rather than running its lines, else None: the
+    one rule every registry and watcher reads (a watcher or generator of that kind ran none
+    of its lines)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    call = None if inspect.isroutine(fn) or inspect.isclass(fn) else inspect.getattr_static(type(fn), "__call__", None)
-    for f in (fn, call):
+    for f in (fn, class_call(fn)):
+        if inspect.isgeneratorfunction(f):
+            return "a generator function"
         if inspect.iscoroutinefunction(f):
             return "an async function"
         if inspect.isasyncgenfunction(f):
             return "an async generator function"
     return None
+
+
+def asyncio_kind(fn: Any) -> str | None:
+    """:func:`call_makes` where it is asyncio's (``async def``): nothing in a SimPy run awaits
+    it, so none of its lines would run (a collective, a callback, a model's or a backend's
+    method), else None (a generator function is a SimPy process, where one is asked for)."""
+    made = call_makes(fn)
+    return None if made == "a generator function" else made
 
 
 def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:

@@ -11,6 +11,7 @@ module: ``tests/data/round15/r15.py``.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -276,27 +277,38 @@ def _cosim_ring(folder: Path) -> Path:
     return _write(folder, "cosim_ring.yaml", _bench("all_reduce", 1048576, 4), _net("Ring", 4), "congestion_aware")
 
 
+class YieldingWatcher:
+    """An observer object whose ``__call__`` was written with ``yield`` (a SimPy habit)."""
+
+    def __call__(self, *observation):
+        yield observation
+
+
+async def on_end(*observation):
+    return observation
+
+
 @pytest.mark.parametrize("where", ["sim.on", "link.watch"])
-def test_an_observer_written_with_async_def_is_refused_not_dropped(tmp_path: Path, where) -> None:
+@pytest.mark.parametrize(("callback", "said"), [
+    (on_end, "on_end is an async function: called, it returns a coroutine"),
+    # review h2: an object whose __call__ yields was let in (plugins.call_makes reads its class's __call__)
+    (YieldingWatcher(), "YieldingWatcher.__call__ is a generator function: called, it returns a generator")])
+def test_an_observer_written_with_async_def_is_refused_not_dropped(tmp_path: Path, where, callback, said) -> None:
     """docs/cosimulation.md: ``sim.on(kind, callback)`` calls ``callback(observation)``, and a
     link's ``watch(point, fn)`` calls ``fn(link, key, size_bytes)``; a generator function is
     refused there, since calling it runs none of its lines. An ``async def`` callback is the
     same: called, it made a coroutine nobody awaited, so every observation was dropped in
     silence (0 of them seen, and Python's ``RuntimeWarning: coroutine ... was never awaited``).
-    It is now refused where it is handed in, saying what to give."""
+    It is now refused where it is handed in, saying what to give; so is an object whose
+    ``__call__`` is a generator function or an async one."""
     from simpy_astra.simulation import Simulation
 
     sim = Simulation.from_scenario(str(_cosim_ring(tmp_path)))
-    seen = []
-
-    async def on_end(*observation):
-        seen.append(observation)
-
-    with pytest.raises(TypeError, match="on_end is an async function: called, it returns a coroutine"):
+    with pytest.raises(TypeError, match=re.escape(said)):
         if where == "sim.on":
-            sim.on("collective_end", on_end)
+            sim.on("collective_end", callback)
         else:
-            sim.network.link(0, 1).watch("link_start", on_end)
+            sim.network.link(0, 1).watch("link_start", callback)
     assert max(r.finished_ns for r in sim.run()) == ring_all_reduce(4, 1048576)  # the run, untouched
 
 

@@ -12,11 +12,11 @@ import math
 from collections.abc import Iterator
 
 from simpy_astra.infra.horizon import python_number
+from simpy_astra.infra.registry_names import claim
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
     PluginError,
     asyncio_kind,
-    claim,
     class_name,
     from_entry_point,
     import_object,

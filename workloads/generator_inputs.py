@@ -4,6 +4,7 @@ name. Traces cached without them ran on after an edited helper or input file."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -67,8 +68,9 @@ def held_digest(fn: Callable[..., Any]) -> str:
 
 
 def _held(value: Any, depth: int) -> str:
-    """``value`` as text that shows its state: an object of a default repr by its attributes, a
-    partial by what it binds, a bound method by its object, containers by their items."""
+    """``value`` as text that shows its state: an object of a default repr (or a dataclass) by
+    its attributes, an array by its contents, a partial by what it binds, a bound method by its
+    object, containers by their items."""
     if depth > 6:  # deeper state is read by its repr alone
         return shown(value)
     inner = functools.partial(_held, depth=depth + 1)
@@ -82,7 +84,13 @@ def _held(value: Any, depth: int) -> str:
         return f"{type(value).__name__}({sorted(items) if isinstance(value, set | frozenset) else items})"
     if isinstance(value, dict):
         return f"{{{', '.join(f'{inner(k)}: {inner(v)}' for k, v in value.items())}}}"
-    if type(value).__repr__ is object.__repr__ and not isinstance(value, type):
+    if all(hasattr(value, name) for name in ("dtype", "shape", "tobytes", "tolist")):
+        # an array (numpy's): its repr is a summary past 1,000 items, so its contents are read
+        # (an array of objects by its items: their bytes are addresses)
+        held = inner(value.tolist()) if value.dtype == object else hashlib.sha256(value.tobytes()).hexdigest()
+        return f"{type(value).__name__}({value.dtype}, {value.shape}, {held})"
+    if (type(value).__repr__ is object.__repr__ or dataclasses.is_dataclass(value)) and not isinstance(value, type):
+        # (a dataclass's repr holds its fields' reprs: an array's summary among them)
         state = dict(getattr(value, "__dict__", {}))
         state.update({n: getattr(value, n) for n in _slots(type(value)) if hasattr(value, n)})
         return f"{shown(value)}({', '.join(f'{k}={inner(v)}' for k, v in sorted(state.items()))})"

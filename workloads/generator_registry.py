@@ -8,7 +8,6 @@ scenario's mapping into the job, parsed once.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -16,14 +15,13 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.errors import InputError, Param, Parts
-from simpy_astra.infra.registry_names import same_definition
+from simpy_astra.infra.registry_names import origin, same_definition, spellable
 from simpy_astra.plugins import (
     NOT_LOADED_HINT,
     PluginError,
+    call_makes,
     import_object,
-    origin,
     shown,
-    spellable,
     user_code_problem,
 )
 from simpy_astra.workloads.generator_inputs import held_digest, named_files_digest, source_digest
@@ -162,7 +160,7 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
     spellable(name, "generator")
     if not callable(fn):
         raise TypeError(f"generator '{name}': {shown(fn, 120)} is not a function fn(params, prefix)")
-    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+    if call_makes(fn):
         raise TypeError(f"generator '{name}' is a generator or async function (it yields or awaits): a "
                         f"workload generator is a plain function fn(params, prefix) that writes the ET files, then "
                         f"returns None or the path of the comm-group JSON it wrote (docs/generators.md)")

@@ -90,8 +90,13 @@ class Cluster:
     nvls_note: str | None = field(default=None, compare=False)
 
     @property
+    def gpus_per_node(self) -> int:
+        """The GPUs a node holds (``node["gpus"]``, a preset's or ``gpus_per_node``)."""
+        return int(self.node["gpus"])
+
+    @property
     def nodes(self) -> int:
-        return self.gpus // int(self.node["gpus"])
+        return self.gpus // self.gpus_per_node
 
     def gpu_model(self) -> Gpu:
         return Gpu(**self.gpu)
@@ -100,9 +105,9 @@ class Cluster:
         """The keys ``written`` (by their current names) that change nothing at this size: the
         links between nodes of a one-node job, the spine under one leaf switch."""
         keys = {OLD_KEYS.get(k, k) for k in written}
-        if self.gpus <= int(self.node["gpus"]):
+        if self.gpus <= self.gpus_per_node:
             return sorted(keys & BETWEEN_NODES)
-        idle = sorted(keys & INSIDE_NODES) if int(self.node["gpus"]) == 1 else []
+        idle = sorted(keys & INSIDE_NODES) if self.gpus_per_node == 1 else []
         if "oversubscription" in keys and self.nodes <= int(self.node["nodes_per_leaf"]):
             idle.append("oversubscription")
         if "nodes_per_leaf" in keys and self.rails().symmetric:
@@ -113,7 +118,7 @@ class Cluster:
         """A line for each key ``written`` that changes nothing at this size
         (:meth:`idle_key_names`), with the size it applies from. Said, not refused: a sweep over
         ``gpus`` gives them to every point."""
-        per_node, leaf = int(self.node["gpus"]), int(self.node["nodes_per_leaf"])
+        per_node, leaf = self.gpus_per_node, int(self.node["nodes_per_leaf"])
         if self.gpus <= per_node:
             return [f"{self.where}.{key} changes nothing here: the {self.gpus} GPUs sit in one node ({per_node} a "
                     f"node), so no message leaves it; it applies from {per_node + 1} GPUs"
@@ -142,7 +147,7 @@ class Cluster:
         congestion-unaware model both are the same machine (a message costs its route's NVLink
         and rail bandwidth and latency, :mod:`simpy_astra.network.rails`, whichever dimensions
         the pair differs in); the second lets folding see that GPUs of one role are alike."""
-        per_node = int(self.node["gpus"])
+        per_node = self.gpus_per_node
         # one GPU a node: no dimension inside one (a dimension of one NPU is no network's)
         plain = ([per_node, self.nodes] if per_node > 1 else [self.nodes]) if self.nodes > 1 else [per_node], \
             int(per_node > 1)

@@ -67,7 +67,7 @@ def _pat_absent(cluster: Cluster, gathers: bool, on_every_rank: bool) -> str | N
     choose it for a job's all-gather or reduce-scatter (``gathers``) on a group of one GPU a
     node (``nccl_tuning.available``: several nodes; a group of every rank, ``on_every_rank``,
     holds one only at ``gpus_per_node`` 1)."""
-    forced, per_node = cluster.nccl_algo, int(cluster.node["gpus"])
+    forced, per_node = cluster.nccl_algo, cluster.gpus_per_node
     if forced in FORCEABLE:
         return None if forced == "pat" else f"nccl_algo forces {forced}"
     if not gathers:
@@ -87,7 +87,7 @@ def _algorithm_absent(cluster: Cluster, algo: str) -> str | None:
     forced = cluster.nccl_algo
     return (f"nccl_algo forces {forced}" if forced in FORCEABLE and forced != algo else
             "nvls is false (no NVLink SHARP)" if algo == "nvls" and not cluster.nvls else
-            "each node holds one GPU (gpus_per_node 1)" if algo == "nvls" and int(cluster.node["gpus"]) == 1
+            "each node holds one GPU (gpus_per_node 1)" if algo == "nvls" and cluster.gpus_per_node == 1
             else None)
 
 

@@ -418,7 +418,8 @@ def fast_collection() -> Iterator[None]:
     and thawed at the end. A heap someone froze before (a sweep worker's modules and inherited
     inputs, :func:`simpy_astra.sweep.point.freeze_worker_heap`) is left frozen: ``gc.unfreeze``
     thaws every frozen object at once, and a thawed heap is scanned again by every full
-    collection after the run (80% of a small point's CPU in a sweep worker)."""
+    collection after the run (80% of a small point's CPU in a sweep worker). The run's own
+    graphs are then not frozen (they could not be thawed alone): its full collections scan them."""
     owned = gc.get_freeze_count() == 0  # a heap frozen by someone else stays theirs, frozen
     if owned:
         gc.freeze()

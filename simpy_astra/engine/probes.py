@@ -33,14 +33,13 @@ What each point passes, by element:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import simpy
 
 from simpy_astra.engine.users_processes import UsersProcesses
-from simpy_astra.plugins import asyncio_kind, is_ours, shown, unfit_call
+from simpy_astra.plugins import call_makes, class_call, is_ours, shown, unfit_call
 
 #: what each probe point passes its watchers (the list above)
 ARGUMENTS = {"node_start": ("node_id", "now_ns"), "node_end": ("node_id", "now_ns"),
@@ -60,10 +59,11 @@ def check_watcher(fn: Any, called: str, args: tuple[str, ...], where: str) -> No
     silence)."""
     if not callable(fn):
         raise TypeError(f"{where}: {called} must be callable, taking ({', '.join(args)}) (got {shown(fn)})")
-    made = "a generator function" if inspect.isgeneratorfunction(fn) else asyncio_kind(fn)
+    made = call_makes(fn)
     if made:
         returned = {"a generator function": "a generator", "an async function": "a coroutine"}.get(made, "an async generator")
-        raise TypeError(f"{where}: {getattr(fn, '__qualname__', fn)} is {made}: called, it returns {returned} "
+        name = getattr(fn, "__qualname__", None) or (f"{type(fn).__qualname__}.__call__" if class_call(fn) else shown(fn))
+        raise TypeError(f"{where}: {name} is {made}: called, it returns {returned} "
                         f"and runs none of its lines; give a plain function, or read sim.stream(kind) "
                         f"from a process of yours (yield store.get())")
     unfit = unfit_call(fn, *args)

@@ -16,17 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from simpy_astra.errors import InputError
-from simpy_astra.infra.registry_names import same_definition
+from simpy_astra.errors import InputError, a_kind
+from simpy_astra.infra.registry_names import origin, same_definition
 from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import (
     PluginError,
-    a_kind,
     asyncio_kind,
     from_entry_point,
     import_object,
     is_ours,
-    origin,
     raised_in_users_code,
     refuse_shadowed_entry_point,
     shown,

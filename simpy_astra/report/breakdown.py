@@ -402,20 +402,23 @@ def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]
     """Per part, (min, median, max) over every NPU (an NPU without the part counts 0). A folded
     run's orbit members share their representative's breakdown: each distinct one is read
     once, weighed by its NPUs (16,384 GPUs, 16 distinct), the figures those of every NPU's."""
-    weights: dict[int, list] = {}  # id -> [breakdown, NPUs]
-    for b in breakdowns.values():
-        weights.setdefault(id(b), [b, 0])[1] += 1
-    distinct = list(weights.values())
+    distinct = _distinct(breakdowns)
     names = sorted({p for b, _n in distinct for p in b.parts}, key=part_rank)
     return {name: _weighed([(b.parts.get(name, 0), n) for b, n in distinct]) for name in names}
 
 
 def finish_spread(breakdowns: dict[int, Breakdown]) -> tuple[int, float, int]:
     """(min, median, max) of every NPU's finish, each distinct breakdown read once."""
-    weights: dict[int, list] = {}
+    return _weighed([(b.finish_ns, n) for b, n in _distinct(breakdowns)])
+
+
+def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[Breakdown, int]]:
+    """Each distinct breakdown (by identity: orbit members share their representative's) and
+    how many NPUs have it."""
+    weights: dict[int, list] = {}  # id -> [breakdown, NPUs]
     for b in breakdowns.values():
-        weights.setdefault(id(b), [b.finish_ns, 0])[1] += 1
-    return _weighed(list(weights.values()))
+        weights.setdefault(id(b), [b, 0])[1] += 1
+    return [(b, n) for b, n in weights.values()]
 
 
 def _weighed(counted: list) -> tuple[int, float, int]:

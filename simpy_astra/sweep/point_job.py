@@ -68,7 +68,7 @@ def _loaded(cluster: dict[str, Any], where: str, clusters: dict[str, LoadedNodes
         return clusters[text]
     try:
         loaded = load_cluster(cluster, where)
-        clusters[text] = (loaded.gpu_model(), int(loaded.node["gpus"]))
+        clusters[text] = (loaded.gpu_model(), loaded.gpus_per_node)
     except InvalidConfigurationError as exc:
         return exc.with_traceback(None)
     except InputError:

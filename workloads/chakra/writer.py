@@ -43,26 +43,27 @@ def node_head_bytes(node_id: int, name: str, node_type: int, deps: Sequence[int]
     fields at zero left out, ``data_deps`` packed, fields in number order). A generator writes
     one such head for each of a stage's ~16,000 nodes: building a message for each cost more
     than the bytes (for whole numbers it trusts; make_node checks a user's)."""
-    varint = _VARINTS.__getitem__
+    varint = _VARINTS.__getitem__  # every field's number: ids, lengths, types and durations recur
     out = bytearray()
     if node_id:
         out += b"\x08" + varint(node_id)
     if name:
         encoded = name.encode()
-        out += b"\x12" + _uint64_varint(len(encoded)) + encoded
+        out += b"\x12" + varint(len(encoded)) + encoded
     if node_type:
-        out += b"\x18" + _uint64_varint(node_type)
+        out += b"\x18" + varint(node_type)
     if deps:
         packed = b"".join(map(varint, deps))
-        out += b"\x2a" + _uint64_varint(len(packed)) + packed
+        out += b"\x2a" + varint(len(packed)) + packed
     if duration_micros:
-        out += b"\x38" + _uint64_varint(duration_micros)
+        out += b"\x38" + varint(duration_micros)
     return bytes(out)
 
 
 class _Varints(dict):
     """Each number's varint, made on first use and kept below 2**20 (a stage's ids recur as
-    its nodes' deps; a bounded table, as a sweep's worker writes many traces)."""
+    its nodes' deps, its names' lengths, types and durations among its nodes; a bounded table,
+    as a sweep's worker writes many traces)."""
 
     def __missing__(self, n: int) -> bytes:
         value = _uint64_varint(n)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from simpy_astra.config.field_values import show_value
 from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii, with_article
 from simpy_astra.workloads.megatron import shell_words
-from simpy_astra.workloads.megatron.launcher import is_launcher
+from simpy_astra.workloads.megatron.launcher import is_launcher, launcher_of
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
 #: spaces a web page or word processor puts where a shell has a plain space
@@ -93,7 +93,8 @@ MAX_CHARACTERS = 1 << 20
 
 def words(args: object, where: str) -> list[str]:
     """``args`` (one string as in a launch script, or a list of words) as words, at most
-    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped."""
+    :data:`MAX_WORDS` of them, a pasted launcher's words before ``pretrain_gpt.py`` dropped
+    (unread: :func:`launch_line` gives them; a script of another model is refused here too)."""
     return launch_line(args, where)[1]
 
 
@@ -211,13 +212,13 @@ def _launcher_dropped(tokens: list[str]) -> list[str]:
             return tokens[i + 2:]
         if word.partition("=")[0] in _MEGATRON_FLAGS:
             break
-        runs_modules = runs_modules or bool(_RUNS_MODULES.match(word.rpartition("/")[2]))
+        runs_modules = runs_modules or bool(_PYTHON.match(word.rpartition("/")[2])) or launcher_of(word) == "torchrun"
     return tokens
 
 
-#: a program whose ``-m`` / ``--module`` runs the script as a module: python, python3.10, torchrun
-#: (``python -m torch.distributed.run`` is one)
-_RUNS_MODULES = re.compile(r"^(python[\d.]*|torchrun|torch\.distributed\.(run|launch))$")
+#: a Python interpreter (python, python3.10), whose ``-m`` / ``--module`` runs the script as a
+#: module, as torchrun's does (``python -m torch.distributed.run`` is one: launcher.launcher_of)
+_PYTHON = re.compile(r"^python[\d.]*$")
 _MODULE_FLAGS = ("-m", "--module")
 
 

@@ -164,7 +164,7 @@ def tp_link_gb_s(job: MegatronJob, cluster: Cluster) -> float:
     """The rate (10^9 B/s) a GPU's tensor-parallel ring moves bytes at on ``cluster``: NVLink as
     NCCL sustains it where the group fits in a node, else the GPU's rail. It sizes the window
     in which compute beside such a collective shares the GPU's SMs with NCCL's kernels."""
-    if job.tp <= int(cluster.node["gpus"]):
+    if job.tp <= cluster.gpus_per_node:
         return float(cluster.node["nvlink_gib_s"]) * 2**30 / 1e9
     return cluster.rail_gib_s() * 2**30 / 1e9
 
@@ -191,7 +191,7 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
                              f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
-    job, gpu = job_and_gpu(params, where, gpus_where, None if cluster is None else int(cluster.node["gpus"]))
+    job, gpu = job_and_gpu(params, where, gpus_where, None if cluster is None else cluster.gpus_per_node)
     if cluster is None:
         _given_rate(params.get("tp_link_gb_s", 0.0), where)
     else:

@@ -51,10 +51,15 @@ _PROCESSES_A_NODE = re.compile(r"ppr:(\d+):node\b")
 _ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 
 
+def launcher_of(word: str) -> str | None:
+    """The launcher ``word`` starts (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
+    after ``python -m`` starts torchrun), or None."""
+    return _NAMES.get(word.rpartition("/")[2])
+
+
 def is_launcher(word: str) -> bool:
-    """``word`` starts a launcher (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
-    after ``python -m``)."""
-    return word.rpartition("/")[2] in _NAMES
+    """``word`` starts a launcher (:func:`launcher_of`)."""
+    return launcher_of(word) is not None
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,8 @@ def read(launcher: list[str]) -> Launch | None:
     ... torchrun ...``) the last, which starts the workers, counts."""
     kind, found = None, {}
     for i, word in enumerate(launcher):
-        if is_launcher(word):
-            started = _NAMES[word.rpartition("/")[2]]
+        started = launcher_of(word)
+        if started:
             kind, found = started, {}
             continue
         given = _flag_and_value(kind, launcher, i) if kind else None
@@ -131,20 +136,8 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
     hold another count (``srun -N 4`` of a job that fills 2); or that exports an NCCL setting
     that changes a collective's time (:data:`_TIMING_ENVIRONMENT`)."""
     launch = read(launcher)
-    if launch is not None and launch.total is not None and launch.total != gpus:
-        raise InputError(f"{where}: the pasted launcher starts {launch.total:,} GPUs ({launch.how}), but the job "
-                         f"runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop the "
-                         f"launcher's words")
-    if launch is not None and gpus_per_node is not None and launch.per_node not in (None, gpus_per_node):
-        raise InputError(f"{where}: the pasted launcher starts {launch.per_node} GPUs a node ({launch.how}), but "
-                         f"the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: {launch.per_node}, "
-                         f"or drop the launcher's words")
-    if launch is not None and launch.total is None and launch.nodes is not None and gpus_per_node is not None \
-            and launch.nodes * gpus_per_node != gpus:  # a node's GPUs each, the launcher's default
-        raise InputError(f"{where}: the pasted launcher starts {launch.nodes:,} nodes ({launch.how}), "
-                         f"{launch.nodes * gpus_per_node:,} GPUs at the cluster's {gpus_per_node} a node, but the "
-                         f"job runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop "
-                         f"the launcher's words")
+    if launch is not None:
+        _check_counts(launch, gpus, gpus_per_node, where, gpus_where or "its GPU count")
     for i, word in enumerate(launcher):
         name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT and not (
             n in _NCCL_OWN_VALUES and _exported_value(launcher, i, n) == _NCCL_OWN_VALUES[n])), None)
@@ -152,3 +145,21 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
             raise InputError(f"{where}: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
                              f"collectives take and is not read from here; {_TIMING_ENVIRONMENT[name]}, and drop "
                              f"it from the launcher's words")
+
+
+def _check_counts(launch: Launch, gpus: int, gpus_per_node: int | None, where: str, gpus_where: str) -> None:
+    """:func:`check`'s counts: the GPUs ``launch`` starts in all, a node, or on its nodes alone
+    (a node's GPUs each, the launcher's default), against the job's and the cluster's."""
+    if launch.total is not None and launch.total != gpus:
+        raise InputError(f"{where}: the pasted launcher starts {launch.total:,} GPUs ({launch.how}), but the job "
+                         f"runs on {gpus:,} ({gpus_where}); make them one count, or drop the launcher's words")
+    if gpus_per_node is None:
+        return
+    if launch.per_node not in (None, gpus_per_node):
+        raise InputError(f"{where}: the pasted launcher starts {launch.per_node} GPUs a node ({launch.how}), but "
+                         f"the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: {launch.per_node}, "
+                         f"or drop the launcher's words")
+    if launch.total is None and launch.nodes is not None and launch.nodes * gpus_per_node != gpus:
+        raise InputError(f"{where}: the pasted launcher starts {launch.nodes:,} nodes ({launch.how}), "
+                         f"{launch.nodes * gpus_per_node:,} GPUs at the cluster's {gpus_per_node} a node, but the "
+                         f"job runs on {gpus:,} ({gpus_where}); make them one count, or drop the launcher's words")

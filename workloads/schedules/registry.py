@@ -12,13 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 from simpy_astra.config.unknown_keys import nearest_key
-from simpy_astra.infra.registry_names import same_definition
+from simpy_astra.infra.registry_names import origin, same_definition, spellable
 from simpy_astra.plugins import (
     PluginError,
     import_object,
-    origin,
     shown,
-    spellable,
     unfit_call,
     user_code_problem,
     users_int,

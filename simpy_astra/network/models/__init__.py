@@ -22,6 +22,7 @@ from typing import Any
 
 import simpy
 
+from simpy_astra.infra.registry_names import claim
 from simpy_astra.network.link import LinkElement
 from simpy_astra.network.models.delay_switch import DelaySwitch
 from simpy_astra.network.models.ecn import EcnLink
@@ -31,7 +32,6 @@ from simpy_astra.network.switch import SwitchElement
 from simpy_astra.plugins import (
     PluginError,
     asyncio_kind,
-    claim,
     from_entry_point,
     import_object,
     refuse_shadowed_entry_point,
