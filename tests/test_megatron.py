@@ -1085,6 +1085,18 @@ def test_nemo_a100_gpt3_5b_on_one_node(tmp_path, monkeypatch):
     assert abs(data["iteration_time_ns"] / 1e9 / row["seconds"] - 1) < 0.05
 
 
+def test_a_table_of_two_models_is_ranked_within_each_model_too():
+    """The rho the issue asks for ranks one model's layouts: with two models in a table, the
+    whole-table rho also ranks one model's points against the other's. By hand: model A in
+    order (rho 1), model B reversed (rho -1), mean 0; a table without groups prints nothing."""
+    within = _benchmark("megatron_sc21")._within_groups
+    rows = [{"group": "A", "tflops": t, "predicted_tflops": t} for t in (1.0, 2.0, 3.0)]
+    rows += [{"group": "B", "tflops": 1.0, "predicted_tflops": 2.0}, {"group": "B", "tflops": 2.0,
+                                                                      "predicted_tflops": 1.0}]
+    assert within(rows) == ", within each model 0.00"
+    assert within([{"tflops": 1.0, "predicted_tflops": 1.0}]) == ""
+
+
 def test_nemo_a100_gpt3_175b_of_the_release_before(tmp_path, monkeypatch):
     """The 175B layout NeMo 22.09's table runs a quarter slower than predicted (tp 8, pp 8,
     micro-batch 2, selective recomputation, sequence parallelism) as NeMo's 22.06 container
