@@ -119,7 +119,8 @@ def score(rows: list[dict], json_path: str | None = None) -> float:
     errors = [abs(r["error"]) for r in results]
     rho = spearman([r["tflops"] for r in results], [r["predicted_tflops"] for r in results])
     mean = sum(errors) / len(errors)
-    print(f"mean |error| {mean:.1%}, worst {max(errors):.1%}, Spearman rho of TFLOP/s per GPU {rho:.2f}")
+    print(f"mean |error| {mean:.1%}, worst {max(errors):.1%}, Spearman rho of TFLOP/s per GPU {rho:.2f}"
+          + _within_groups(results))
     over = [r for r in results if not r["fits"]]
     if over:
         print(f"{len(over)} published row(s) predicted not to fit (!): a memory model's error")
@@ -127,6 +128,19 @@ def score(rows: list[dict], json_path: str | None = None) -> float:
         with open(json_path, "w") as f:
             json.dump({"rows": results, "mean_abs_error": mean, "spearman": rho}, f, indent=1)
     return mean
+
+
+def _within_groups(results: list[dict]) -> str:
+    """``", within each model R"``: the mean Spearman rho over the rows' ``group`` keys (one model
+    each) with two rows or more, the figure the issue asks of a model's layouts; "" without groups.
+    A table of two models is otherwise ranked across them, where one model's offset orders it."""
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        if "group" in r:
+            groups.setdefault(r["group"], []).append(r)
+    rhos = [spearman([r["tflops"] for r in g], [r["predicted_tflops"] for r in g])
+            for g in groups.values() if len(g) > 1]
+    return f", within each model {sum(rhos) / len(rhos):.2f}" if rhos else ""
 
 
 def table_main(read: Callable[..., list[dict]], default_table: str, description: str,

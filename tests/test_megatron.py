@@ -1071,15 +1071,44 @@ def test_strong_scaling_figure_needs_interleaving_the_table_reads():
 
 def test_nemo_a100_gpt3_5b_on_one_node(tmp_path, monkeypatch):
     """NeMo 22.09's GPT-3 5B on one DGX A100 node (40,345 tokens/s published, 8 GPUs, tp 1,
-    micro-batch 2, global batch 2,048): held out, within 10% of the published step (NeMo's port
-    of Megatron's GPT; the benchmark's table shows its 175B points a quarter faster than they ran)."""
+    micro-batch 2, global batch 2,048): held out, within 5% of the published step, run as NeMo
+    1.11.0 ran it: without a pipeline its ``_validate_config`` turns gradient-accumulation
+    fusion off, so every micro-batch adds each weight gradient into the fp32 buffer by a kernel
+    (with the fusion the row read -7.3%; the benchmark's table shows its 175B points a quarter
+    faster than they ran)."""
     predict = _benchmark("megatron_sc21").predict
     read_table = _benchmark("nemo_a100").read_table
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     row = read_table("")[0]
     assert (row["model"], row["seconds"]) == ("5B-8", pytest.approx(2048 * 2048 / 40345))
     data, _ = predict(row, str(tmp_path))
-    assert abs(data["iteration_time_ns"] / 1e9 / row["seconds"] - 1) < 0.10
+    assert abs(data["iteration_time_ns"] / 1e9 / row["seconds"] - 1) < 0.05
+
+
+def test_a_table_of_two_models_is_ranked_within_each_model_too():
+    """The rho the issue asks for ranks one model's layouts: with two models in a table, the
+    whole-table rho also ranks one model's points against the other's. By hand: model A in
+    order (rho 1), model B reversed (rho -1), mean 0; a table without groups prints nothing."""
+    within = _benchmark("megatron_sc21")._within_groups
+    rows = [{"group": "A", "tflops": t, "predicted_tflops": t} for t in (1.0, 2.0, 3.0)]
+    rows += [{"group": "B", "tflops": 1.0, "predicted_tflops": 2.0}, {"group": "B", "tflops": 2.0,
+                                                                      "predicted_tflops": 1.0}]
+    assert within(rows) == ", within each model 0.00"
+    assert within([{"tflops": 1.0, "predicted_tflops": 1.0}]) == ""
+
+
+def test_nemo_a100_gpt3_175b_of_the_release_before(tmp_path, monkeypatch):
+    """The 175B layout NeMo 22.09's table runs a quarter slower than predicted (tp 8, pp 8,
+    micro-batch 2, selective recomputation, sequence parallelism) as NeMo's 22.06 container
+    published it two months earlier with fused Adam: 141,306 tokens/s on 128 nodes at global
+    batch 1,536, predicted within 5% (the model is not a quarter fast on the layout itself)."""
+    predict = _benchmark("megatron_sc21").predict
+    read_table = _benchmark("nemo_a100").read_table
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    row = read_table("", release_22_06=True)[-1]
+    assert (row["gpus"], row["seconds"]) == (1024, pytest.approx(1536 * 2048 / 141306))
+    data, _ = predict(row, str(tmp_path))
+    assert abs(data["iteration_time_ns"] / 1e9 / row["seconds"] - 1) < 0.05
 
 
 def test_nemo_fp8_table_rows_on_a_few_gpus(tmp_path, monkeypatch):
