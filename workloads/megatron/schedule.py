@@ -42,7 +42,7 @@ from simpy_astra.workloads.megatron.kernels import (
     streaming_seconds,
 )
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, BROADCAST, REDUCE_SCATTER
 from simpy_astra.workloads.megatron.steps import Compute, GradsReady, HostSync, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
@@ -137,15 +137,23 @@ class StageSchedule:
             op = self.g.ops[gid]
             if op.dim != "tp":
                 return sharing_sms(self.gpu, 1.0)
-            shards = job.tp - 1 if op.comm_type == ALL_GATHER else (job.tp - 1) / job.tp
+            # a broadcast's ring passes the whole buffer once through each GPU
+            shards = {ALL_GATHER: job.tp - 1, BROADCAST: 1}.get(op.comm_type, (job.tp - 1) / job.tp)
             window_s = max(window_s, op.comm_size * shards * (2 if op.comm_type == ALL_REDUCE else 1)
                            / (self.tp_link_gb_s * 1e9))
         return beside_seconds(self.gpu, compute_s, window_s) / compute_s
 
     def collective(self, name: str, comm_type: int, dim: str, size: int, block: bool = True,
                    deps: list[int] | None = None) -> int:
+        """A collective node. A broadcast also records the ``duration_micros`` a run replays
+        where NCCL's model does not time it (as ASTRA-sim replays one): its bytes once over
+        the tp ring's link, NCCL's ring pipelining them (at least 1 us; 0, no duration, where
+        the rate is unknown)."""
+        duration_us = 0
+        if comm_type == BROADCAST and self.tp_link_gb_s:
+            duration_us = max(1, round(size / (self.tp_link_gb_s * 1e3)))
         op = Op(name, COLL, list(self.tail if deps is None else deps), [], [], comm_type=comm_type,
-                comm_size=size, dim=dim, stream=_STREAM.get(dim, dim))
+                comm_size=size, dim=dim, stream=_STREAM.get(dim, dim), duration_us=duration_us)
         gid = self.g.add(op)
         if block:
             self.tail = [gid]
