@@ -218,7 +218,9 @@ class StageSchedule:
                 if i in starts:
                     if pending:
                         flush()
-                    self._bucket_needed(gather_chunk, step.dim, starts[i])
+                    # the module's pre-hook dispatches the next gather from the host
+                    reached = host.gate(issue.reached_s[i - lo], self.gpu_us - gpu_start_us)
+                    self._bucket_needed(gather_chunk, step.dim, starts[i], reached)
                 continue
             if isinstance(step, GradsReady) and not sync_grads:
                 continue
@@ -322,12 +324,17 @@ class StageSchedule:
         self.gathers[(dim, index)] = self.collective(f"chunk{chunk}.{dim}.bucket{k}.params.allgather", ALL_GATHER,
                                                      dim, size, block=False, deps=deps)
 
-    def _bucket_needed(self, chunk: int, dim: str, k: int) -> None:
-        """The forward reaches bucket ``k``: it waits for its gather, then launches the next."""
+    def _bucket_needed(self, chunk: int, dim: str, k: int, host: list[int]) -> None:
+        """The forward reaches bucket ``k``: it waits for its gather, then launches the next,
+        once the host has reached the module's forward pre-hook (``host``: the host chain's
+        node there, if the GPU could be there sooner). Megatron-Core's hook
+        (``_make_forward_pre_hook``) runs ``finish_param_sync``, whose wait is the stream's
+        and which then dispatches the next bucket's all-gather (``param_and_grad_buffer.py``):
+        the host's work before the module, ``get_batch``'s for the embedding's, comes first."""
         index = self.gather_index[(dim, chunk, k)]
         self.tail.append(self.gathers[(dim, index)])
         if index + 1 < len(self.gather_order[dim]):
-            self._dispatch_gather(dim, index + 1, list(self.tail))
+            self._dispatch_gather(dim, index + 1, [*self.tail, *host])
 
     # ------------------------------------------------------------------ gradient sync
     def _sync_kind(self) -> int:
