@@ -118,3 +118,22 @@ def test_a_forced_tree_stops_a_tp_job_at_its_batch_broadcast_naming_it(tmp_path)
             "broadcast (node 'F0.c0.1.batch.tokens.broadcast', over a group of 2 GPUs), and NCCL_ALGO=TREE stops "
             "NCCL there") in err
     assert "all-gather" not in err and err.endswith("leave nccl_algo out for NCCL's choice, or force ring")
+
+
+def test_a_backend_that_plays_messages_replays_the_broadcast_for_its_recorded_duration(tmp_path):
+    """Where NCCL's model does not time collectives, a BROADCAST is replayed, as ASTRA-sim
+    replays one: for the duration the trace records, its bytes once over the tp ring's link
+    (32 x 2,048 int64 tokens = 512 KiB at 215.822 GiB/s: 2.26 us, written as 2)."""
+    scenario = tmp_path / "s.yaml"
+    args = ARGS.replace("--micro-batch-size 1 --global-batch-size 4", "--micro-batch-size 32 --global-batch-size 32")
+    scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": args + "8"},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--network-backend",
+                           "congestion_aware", "--csv-out", str(tmp_path / "csv"), "--quiet"],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        casts = [r for r in csv.DictReader(f) if r["npu"] == "0" and r["name"].endswith(".batch.tokens.broadcast")]
+    recorded_us = round(32 * 2048 * 8 / (_node()["nvlink_gib_s"] * GIB / 1e9 * 1e3))
+    assert recorded_us == 2 and casts and {int(r["duration_ns"]) for r in casts} == {recorded_us * 1000}
