@@ -1,6 +1,6 @@
-"""NCCL's all-reduce algorithms on a cluster preset: NCCL's choice between them, made as NCCL's
-own tuning model makes it, and the time the chosen one then takes (cluster presets only;
-ASTRA-sim inputs never use it).
+"""NCCL's all-reduce algorithms on a cluster preset (and its reduce-scatter's, all-gather's and
+broadcast's): NCCL's choice between them, made as NCCL's own tuning model makes it, and the
+time the chosen one then takes (cluster presets only; ASTRA-sim inputs never use it).
 
 NCCL (``src/graph/tuning.cc``) predicts each algorithm and protocol's time as
 ``latency + bytes / bandwidth`` and runs the fastest; ``NCCL_ALGO`` forces one. This module
