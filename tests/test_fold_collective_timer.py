@@ -18,7 +18,7 @@ import pytest
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.config.scenario import load_scenario
-from simpy_astra.engine.nccl_collectives import NcclAllReduce
+from simpy_astra.engine.nccl_collectives import NcclAllReduce, NcclRendezvous
 from simpy_astra.engine.nccl_names import COLLECTIVE_ALGORITHMS
 from simpy_astra.folding import FoldSetup
 from simpy_astra.network.backends import BACKENDS
@@ -62,5 +62,7 @@ def test_an_algorithm_the_timer_replaces_is_not(tmp_path):
 
 
 def test_the_preset_timer_declares_what_nccls_model_times():
-    # NCCL's tuning model (tuning.cc) times the all-reduce, reduce-scatter and all-gather
-    assert NcclAllReduce.replaces_algorithms == frozenset(COLLECTIVE_ALGORITHMS)
+    # NCCL's tuning model (tuning.cc) times the all-reduce, reduce-scatter and all-gather in place of
+    # the system's algorithms, and the broadcast, which no system algorithm runs (ASTRA-sim replays it)
+    assert NcclAllReduce.replaces_algorithms == frozenset(COLLECTIVE_ALGORITHMS) - {"broadcast"}
+    assert NcclRendezvous.TIMED == frozenset(COLLECTIVE_ALGORITHMS)

@@ -45,15 +45,12 @@ def _step_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
      "(no NVLink SHARP)"),
 ])
 def test_an_nccl_term_of_an_algorithm_the_machine_never_runs_is_said(tmp_path, capsys, fields, key, said):
-    # tp 1: no all-gather at all (at tp > 1 each micro-batch's batch is broadcast over tp,
-    # written as an all-gather: batch_fetch)
-    args = SMALL_GPT_ARGS.replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
     base = {k: v for k, v in fields.items() if k != key}
-    path = megatron_scenario(tmp_path, args, gpus=16, **fields)
+    path = megatron_scenario(tmp_path, SMALL_GPT_ARGS, gpus=16, **fields)
     step, warnings = _step_and_warnings(capsys, path)
     assert warnings == [f"warning: {path}: cluster.{key} changes nothing here: it is read only where NCCL "
                         f"runs {said}"]
-    assert step == _step_and_warnings(capsys, megatron_scenario(tmp_path, args, "base.yaml", gpus=16,
+    assert step == _step_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "base.yaml", gpus=16,
                                                                 **base))[0]
 
 

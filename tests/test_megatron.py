@@ -773,7 +773,11 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
     # the forward opens with the micro-batch's batch fetch (batch_fetch: its tokens copied up):
     # the first layer's gather goes as it ends, at the latest when the embedding's compute starts
     fetch, forward = forward[0], forward[1:]
-    assert int(fetch["end_ns"]) == int(gathers[1]["start_ns"]) <= int(forward[0]["start_ns"])
+    # Megatron-Core dispatches it from the embedding's forward pre-hook, on the host after
+    # get_batch's launches (finish_param_sync): as the host's chain reaches it, past the fetch
+    host = [r for r in nodes if r["name"].startswith("F0.") and r["name"].endswith(".host")]
+    assert int(fetch["end_ns"]) < int(gathers[1]["start_ns"]) <= int(forward[0]["start_ns"])
+    assert int(gathers[1]["start_ns"]) in {int(r["end_ns"]) for r in host}
     for k in range(2, 5):
         assert int(gathers[k]["start_ns"]) == int(forward[k - 1]["start_ns"])
         assert int(gathers[k]["start_ns"]) >= int(gathers[k - 1]["end_ns"])

@@ -12,7 +12,7 @@ from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import LayerKind
 from simpy_astra.workloads.megatron.kernels import Gpu, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE
+from simpy_astra.workloads.megatron.linear_kernels import ALL_REDUCE, BROADCAST
 from simpy_astra.workloads.megatron.schedule import StageSchedule
 from simpy_astra.workloads.megatron.steps import Collective, Compute, HostSync
 
@@ -37,9 +37,9 @@ def _launch_s(gpu: Gpu, kernels: int = 1) -> float:
 
 def test_2021_get_batch_broadcasts_syncs_and_builds_the_mask_on_every_chunk():
     """2021's ``get_batch`` on a middle chunk at tp 2, micro-batch 2, sequence 1,024: the
-    sizes copied up (a launch), broadcast (5 int64 = 40 B, an all-gather of 40 x 2 / 1 = 80 B),
-    read back (the host waits), the tokens copied up and broadcast (2 x 1,025 x 8 = 16,400 B,
-    an all-gather of 32,800 B), then seven kernels: the mask's ones, tril and < 0.5 over 1,024^2
+    sizes copied up (a launch), broadcast (5 int64 = 40 B, Chakra's BROADCAST of them),
+    read back (the host waits), the tokens copied up and broadcast (2 x 1,025 x 8 = 16,400 B),
+    then seven kernels: the mask's ones, tril and < 0.5 over 1,024^2
     fp32 elements (4 + 8 + 5 B), the contiguous labels and tokens (16 B a token each), the
     loss mask (4 B a token) and the positions (8 B a position)."""
     gpu = _a100()
@@ -47,8 +47,8 @@ def test_2021_get_batch_broadcasts_syncs_and_builds_the_mask_on_every_chunk():
     head = steps[:6]
     assert [type(s) for s in head] == [Compute, Collective, HostSync, Compute, Collective, Compute]
     assert head[0].kernels == 1 and head[0].total_s == pytest.approx(_launch_s(gpu))
-    assert (head[1].comm_type, head[1].size_bytes, head[1].dim) == (ALL_GATHER, 80, "tp")
-    assert head[4].size_bytes == 2 * 2 * 1025 * 8
+    assert (head[1].comm_type, head[1].size_bytes, head[1].dim) == (BROADCAST, 40, "tp")
+    assert (head[4].comm_type, head[4].size_bytes) == (BROADCAST, 2 * 1025 * 8)
     moved = 1024 * 1024 * 17 + 2048 * 36 + 1024 * 8
     assert head[5].kernels >= 7  # the layer's first kernels join the same compute step
     mask_s = streaming_seconds(gpu, moved, launch=False) + _launch_s(gpu, 7)
@@ -62,13 +62,14 @@ def test_2021_get_batch_broadcasts_syncs_and_builds_the_mask_on_every_chunk():
 def test_today_get_batch_broadcasts_on_the_embedding_and_loss_chunks_only():
     """r0.8's ``get_batch_on_this_tp_rank`` at tp 2: a middle chunk fetches nothing; the
     first broadcasts tokens and positions (2 x 1,024 x 8 = 16,384 B each), the last labels
-    (16,384) and the loss mask (2 x 1,024 x 4 = 8,192); each an all-gather of twice that at
-    tp 2. No host wait there. (The dataset's attention mask is left out: the module says why.)"""
+    (16,384) and the loss mask (2 x 1,024 x 4 = 8,192); each a broadcast of its bytes. No host
+    wait there. (The dataset's attention mask is left out: the module says why.)"""
     args = TODAY + "--tensor-model-parallel-size 2"
 
     def sizes(first: bool, last: bool) -> list[int]:
-        return [s.size_bytes // 2 for s in _forward(args, 2, first, last)
-                if isinstance(s, Collective) and s.label.startswith("batch.")]
+        casts = [s for s in _forward(args, 2, first, last) if isinstance(s, Collective) and s.label.startswith("batch.")]
+        assert {s.comm_type for s in casts} <= {BROADCAST}
+        return [s.size_bytes for s in casts]
 
     assert sizes(False, False) == []
     assert sizes(True, False) == [16_384, 16_384]

@@ -8,15 +8,12 @@ from simpy_astra.cli.main import main
 from tests.scenario_files import SMALL_GPT_ARGS, headline_and_warnings, megatron_scenario, megatron_sweep
 
 ONE = {"preset": "dgx-h100", "gpus": 16, "gpus_per_node": 1}
-#: tp 1: no all-gather at all (at tp > 1 each micro-batch's batch is broadcast over tp, written
-#: as an all-gather, which PAT may run at one GPU a node: batch_fetch)
-ARGS = SMALL_GPT_ARGS.replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
 
 
 def test_an_nvls_term_at_one_gpu_a_node_is_said_to_change_nothing(tmp_path, capsys):
     # before: nccl_nvls_efficiency: 0.3 and nccl_latency_scale: 30 (dgx-h100's scale is its
     # NVLS fit's) ran the same 35.7 ms step as neither, in silence
-    plain = headline_and_warnings(capsys, megatron_scenario(tmp_path, ARGS, "plain.yaml", **ONE))
+    plain = headline_and_warnings(capsys, megatron_scenario(tmp_path, SMALL_GPT_ARGS, "plain.yaml", **ONE))
     assert plain[1] == []
     nvls = "NCCL runs nvls (for an all-reduce, reduce-scatter or all-gather)"
     for key, value, said in (
@@ -25,13 +22,13 @@ def test_an_nvls_term_at_one_gpu_a_node_is_said_to_change_nothing(tmp_path, caps
                                           f"reduce-scatter (PAT's collectives)"),
             ("nccl_latency_scale", 30, f"{nvls}, the algorithm it was fitted on, and each node holds one GPU "
                                        f"(gpus_per_node 1)")):
-        path = megatron_scenario(tmp_path, ARGS, f"{key}.yaml", **ONE, **{key: value})
+        path = megatron_scenario(tmp_path, SMALL_GPT_ARGS, f"{key}.yaml", **ONE, **{key: value})
         assert headline_and_warnings(capsys, path) == (plain[0], [
             f"warning: {path}: cluster.{key} changes nothing here: it is read only where {said}"])
 
 
 def test_a_sweep_over_an_nvls_share_at_one_gpu_a_node_runs_once(tmp_path, capsys):
-    sweep = megatron_sweep(tmp_path, {"cluster.nccl_nvls_efficiency": [0.3, 0.6]}, args=ARGS, cluster=ONE)
+    sweep = megatron_sweep(tmp_path, {"cluster.nccl_nvls_efficiency": [0.3, 0.6]}, cluster=ONE)
     assert main(["sweep", sweep, "--list"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("1 point\n"), captured.out

@@ -20,7 +20,7 @@ charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.
 so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
 group on these links (:mod:`simpy_astra.engine.nccl_collectives`: ring, tree or NVLS, NCCL's choice
 unless ``nccl_algo`` forces one), and so do reduce-scatters and all-gathers (ring, NVLS in a
-node or PAT at one GPU a node), so the preset's NVLink and NIC latencies do not reach them
+node or PAT at one GPU a node) and broadcasts (the ring alone), so the preset's NVLink and NIC latencies do not reach them
 (NCCL's fitted latencies do); all-to-all
 and point-to-point sends are played on the network, one chunk per collective and NCCL's fused
 reduction (no separate local-memory pass); collectives of different NCCL streams run side by

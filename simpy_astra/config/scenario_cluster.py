@@ -25,7 +25,7 @@ def refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_sc
     """ASTRA-sim's knobs that a cluster's job does not take, refused rather than run as if set:
     its own communicator groups (tp, dp, pp...), and, on the preset's machine, the system
     model's endpoint-delay scaling and dimension queues: the preset sets its system to run
-    collectives as NCCL does (timed by NCCL's model; all-to-all and broadcast played as
+    collectives as NCCL does (timed by NCCL's model, broadcasts too; all-to-alls played as
     messages), and on a dense step x 1000 and 16 changed nothing to the ns."""
     if "comm_groups" in doc:
         raise InputError(f"{path}: field 'comm_groups': a cluster's job brings its own communicator groups "

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, PhaseShape
+from simpy_astra.engine.nccl_names import BROADCAST
 from simpy_astra.engine.system_layer import chunking, phase_steps
 from simpy_astra.infra.grid import Grid
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
@@ -260,8 +261,10 @@ def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, .
     worst = 0.0  # the slowest node's bytes out over its NICs (its members' rails)
     for here in on_node.values():
         k = len(here)
+        # a broadcast's ring passes the whole buffer on once out of each node but its chain's last
         out_bytes = {ALL_REDUCE: 2 * (m - 1) / m * size_bytes, REDUCE_SCATTER: (n - k) / n * size_bytes,
-                     ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes}.get(kind, 0.0)
+                     ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes,
+                     BROADCAST: size_bytes}.get(kind, 0.0)
         worst = max(worst, out_bytes / k)
     return int(worst / network_gbps_to_bytes_per_ns(rate_gbps))
 

@@ -2,8 +2,8 @@
 alone, in place of the algorithms a system names for them.
 
 A cluster preset's run times its all-reduces, reduce-scatters and all-gathers as NCCL's model
-does (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); the system's
-``*-implementation`` algorithms for those never run. Whoever reasons about those fields
+does (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`; its broadcasts too, which no
+system algorithm runs); the system's ``*-implementation`` algorithms for those never run. Whoever reasons about those fields
 (symmetry folding, which may move an NPU only where the algorithms that run commute with the
 move) asks the timer what it replaces, never whether the run is a preset's.
 """

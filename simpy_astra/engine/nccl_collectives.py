@@ -1,5 +1,5 @@
-"""A cluster preset's all-reduce, reduce-scatter and all-gather timed as NCCL times them
-(cluster presets only).
+"""A cluster preset's all-reduce, reduce-scatter, all-gather and broadcast timed as NCCL times
+them (cluster presets only).
 
 On a cluster preset these are not played message by message: each takes the time NCCL's
 tuning model predicts (:mod:`simpy_astra.engine.nccl_tuning`) for its group's shape (GPUs, nodes,
@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
-from simpy_astra.engine.nccl_names import NO_FORCED_ALGORITHM
+from simpy_astra.engine.nccl_names import BROADCAST, NO_FORCED_ALGORITHM
 from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
 from simpy_astra.errors import InvalidConfigurationError, with_article
 from simpy_astra.network.rails import Rails
@@ -42,8 +42,12 @@ def _grid_block(npu: int, rings: list) -> tuple | None:
     return lowest, tuple(lines)
 
 
-#: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
-TIMED = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
+#: the collectives whose system algorithms never run: NCCL's model times them
+REPLACED = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
+#: the collectives timed as NCCL times them: those, and the broadcast, which no system algorithm
+#: runs (a trace's broadcast is replayed where NCCL's model does not time it, as in ASTRA-sim);
+#: all-to-alls are played as messages
+TIMED = REPLACED | {BROADCAST}
 
 
 @dataclass
@@ -51,7 +55,7 @@ class NcclAllReduce:
     """A cluster preset's collective timer (:class:`~simpy_astra.engine.collective_timer.CollectiveTimer`)."""
 
     #: the collectives it times: the system's algorithms for them never run
-    replaces_algorithms: ClassVar[frozenset[str]] = TIMED
+    replaces_algorithms: ClassVar[frozenset[str]] = REPLACED
     rails: Rails
     links: Links
     #: ``nccl_algo`` (``NCCL_ALGO``), None: NCCL's choice
@@ -84,41 +88,42 @@ class NcclAllReduce:
         nodes = len({m // self.rails.gpus_per_node for m in members})
         return Shape(len(members), nodes, self.rails.nics_in_use(members))
 
-    def algorithm(self, shape: Shape, size_bytes: int, kind: str = ALL_REDUCE) -> str:
+    def algorithm(self, shape: Shape, size_bytes: int, kind: str = ALL_REDUCE, name: str = "") -> str:
         """NCCL's choice for ``kind``, or the forced one where NCCL can run it: where it cannot
-        (``NCCL_ALGO=TREE`` at an all-gather, ``NVLS`` on a group with one GPU a node) NCCL
-        stops with 'no algorithm/protocol available' (2.24 on: no fall back to the ring), and
-        so does this, naming the field."""
+        (``NCCL_ALGO=TREE`` at an all-gather or a broadcast, ``NVLS`` on a group with one GPU a
+        node) NCCL stops with 'no algorithm/protocol available' (2.24 on: no fall back to the
+        ring), and so does this, naming the field and the trace's node ``name``."""
         if self.forced is None:
             return choose(self.links, shape, size_bytes, kind)
         if not available(self.links, shape, self.forced, kind):
             # the real job stops at this collective: a result of the design space (a sweep's
             # row is invalid, naming NCCL's rule), not a failure of the simulator
             raise InvalidConfigurationError(
-                f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape)}, and "
+                f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape, name)}, and "
                 f"NCCL_ALGO={self.forced.upper()} stops NCCL there (2.24 on); leave nccl_algo out for NCCL's "
                 f"choice{_instead(self.forced, kind)}", NO_FORCED_ALGORITHM)
         return self.forced
 
-    def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE) -> int:
+    def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE, name: str = "") -> int:
         """NCCL's time for ``kind`` on ``members`` by the algorithm chosen for it
-        (``size_bytes`` is the whole buffer of an all-reduce or a reduce-scatter, one rank's
-        share of an all-gather, as the traces give them)."""
+        (``size_bytes`` is the whole buffer of an all-reduce, a reduce-scatter or a broadcast,
+        one rank's share of an all-gather, as the traces give them; ``name``: the trace's node,
+        for the error of a forced algorithm NCCL cannot run)."""
         if len(members) < 2:
             return 0
         key = (members, size_bytes, kind)
         known = self._durations.get(key)
         if known is None:
-            known = self._durations[key] = self._duration_ns(members, size_bytes, kind)
+            known = self._durations[key] = self._duration_ns(members, size_bytes, kind, name)
         return known
 
-    def _duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str) -> int:
+    def _duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str, name: str = "") -> int:
         shape = self.shape(members)
         # nodes under several leaves: NCCL's rings and trees, built over the nodes in rank
         # order, cross the spine, at the rail's rate / oversubscription (docs/megatron.md)
         spine = self.rails.ring_share(sorted({m // self.rails.gpus_per_node for m in members}))
         buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes  # NCCL's nBytes
-        time_us, _ = predict_us(self.links, shape, self.algorithm(shape, buffer, kind), buffer, spine, kind)
+        time_us, _ = predict_us(self.links, shape, self.algorithm(shape, buffer, kind, name), buffer, spine, kind)
         return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members, through_spine=True))
 
     def rendezvous(self, simulated) -> NcclRendezvous:
@@ -126,11 +131,15 @@ class NcclAllReduce:
         return NcclRendezvous(self, simulated)
 
 
-def _why_not(algo: str, kind: str, shape: Shape) -> str:
-    """Why NCCL has no ``algo`` for ``kind`` on ``shape`` (:func:`nccl_tuning.available`)."""
+def _why_not(algo: str, kind: str, shape: Shape, name: str = "") -> str:
+    """Why NCCL has no ``algo`` for ``kind`` on ``shape`` (:func:`nccl_tuning.available`), the
+    collective named by its trace node ``name`` where given."""
     what = kind.replace("_", "-")
+    node = f" (node '{name}', over a group of {shape.ranks} GPUs)" if name else ""
+    if kind == BROADCAST:
+        return f"NCCL runs broadcasts by its ring alone (tuning.cc), and this job issues a broadcast{node}"
     if algo == "tree":
-        return f"NCCL's tree runs all-reduces only, and this job issues {with_article(what)}"
+        return f"NCCL's tree runs all-reduces only, and this job issues {with_article(what)}{node}"
     if algo == "pat" and kind == ALL_REDUCE:
         return "NCCL's PAT runs reduce-scatters and all-gathers only, and this job issues an all-reduce"
     if algo == "pat":
@@ -170,9 +179,9 @@ class NcclRendezvous:
         self._busy_until: dict[int, int] = {}  # when each group's last collective ends
 
     def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int,
-              kind: str = ALL_REDUCE) -> None:
-        """NPU ``npu`` issues collective node ``node_id`` (one of :data:`TIMED`);
-        ``npu.complete_soon(node_id)`` is called when it is done."""
+              kind: str = ALL_REDUCE, name: str = "") -> None:
+        """NPU ``npu`` issues collective node ``node_id`` (one of :data:`TIMED`; ``name``, the
+        node's, for errors); ``npu.complete_soon(node_id)`` is called when it is done."""
         members = self.timing.group(npu.npu_id, dims, involved)
         group = id(members)  # one tuple a group, kept for the run (NcclAllReduce._groups): hashing
         # a 16,384-member tuple at each of its members' calls costs the square of the count
@@ -190,7 +199,7 @@ class NcclRendezvous:
             return
         del self._pending[key]
         now = npu.clock.env.now
-        end = max(now, self._busy_until.get(group, 0)) + self.timing.duration_ns(members, size_bytes, kind)
+        end = max(now, self._busy_until.get(group, 0)) + self.timing.duration_ns(members, size_bytes, kind, name)
         self._busy_until[group] = end
         for who, nid, announced in arrived:
             if announced is None:

@@ -1,6 +1,6 @@
-"""NCCL's all-reduce algorithms on a cluster preset: NCCL's choice between them, made as NCCL's
-own tuning model makes it, and the time the chosen one then takes (cluster presets only;
-ASTRA-sim inputs never use it).
+"""NCCL's all-reduce algorithms on a cluster preset (and its reduce-scatter's, all-gather's and
+broadcast's): NCCL's choice between them, made as NCCL's own tuning model makes it, and the
+time the chosen one then takes (cluster presets only; ASTRA-sim inputs never use it).
 
 NCCL (``src/graph/tuning.cc``) predicts each algorithm and protocol's time as
 ``latency + bytes / bandwidth`` and runs the fastest; ``NCCL_ALGO`` forces one. This module
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from simpy_astra.collectives.base import ALL_REDUCE
 from simpy_astra.engine.nccl_names import ALGORITHMS as ALGORITHMS  # the model's callers read it here
-from simpy_astra.engine.nccl_names import COLLECTIVE_ALGORITHMS
+from simpy_astra.engine.nccl_names import BROADCAST, COLLECTIVE_ALGORITHMS
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: tuning.cc baseLatencies (us): per algorithm, per protocol (NVLS has none)
@@ -212,7 +212,11 @@ def protocol_key(shape: Shape, algo: str, proto: str) -> str:
 def _ratio(shape: Shape, algo: str, kind: str = ALL_REDUCE) -> float:
     """NCCL's bus-to-algorithm bandwidth ratio, the ranks over the steps: an all-reduce's ``n /
     (2 (n - 1))`` for ring and NVLS, 1/2 for the tree; a reduce-scatter's or all-gather's ``n /
-    (n - 1)`` for the ring and none for NVLS and PAT (tuning.cc converts only the ring's)."""
+    (n - 1)`` for the ring and none for NVLS and PAT (tuning.cc converts only the ring's); a
+    broadcast's 1 (``nsteps = nRanks``: its ring pipelines the buffer, each byte crossing each
+    hop once, so its algorithm bandwidth is the bus bandwidth)."""
+    if kind == BROADCAST:
+        return 1.0
     if kind != ALL_REDUCE:
         return shape.ranks / (shape.ranks - 1) if algo == "ring" else 1.0
     return 0.5 if algo == "tree" else shape.ranks / (2 * (shape.ranks - 1))
@@ -343,12 +347,19 @@ def _simple_tree(shape: Shape) -> bool:
 
 def latency_us(shape: Shape, algo: str, p: int, kind: str = ALL_REDUCE) -> float:
     """NCCL's latency of ``algo`` running ``kind`` with protocol ``p`` (the all-reduce ring's
-    plateau on Simple across nodes included)."""
+    plateau on Simple across nodes included). A broadcast's ring (tuning.cc) adds one hop's
+    latency to its base, the hardware's of the ring (NVLink in a node, the network across nodes,
+    the ring's own even at one GPU a node), where its graph's channels are all the same
+    (``sameChannels``, which NCCL's ring search tries first and keeps when it reaches the
+    target: on NVSwitch nodes, where every GPU reaches the others alike, it does); a pipeline's
+    fill past that is what Simple's fitted latency scale adds (:func:`predict_us`)."""
     n, m, k = shape.ranks, shape.nodes, shape.per_node
     # tuning.cc (2.23 on): at one GPU a node the latencies are fully exposed, so every
     # algorithm's network hop is the tree's (the ring's LL 5.0 and LL128 8.5 us, not 2.7 and 4.0)
     intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US["tree" if k == 1 else algo][p]
     base = BASE_LATENCY_US[algo][p]
+    if kind == BROADCAST:  # the ring's: one hop, NVLink's in a node, the network's past it
+        return base + (NVLINK_HOP_US[algo][p] if m == 1 else NET_HOP_US[algo][p])
     steps = 2 * (n - 1) if kind == ALL_REDUCE else n - 1
     if algo == "ring":
         if m > 1:

@@ -9,6 +9,7 @@ the communication nodes of its graph; what it reads of the NPU is its contract,
 
 from __future__ import annotations
 
+from simpy_astra.engine.nccl_names import BROADCAST as NCCL_BROADCAST
 from simpy_astra.engine.npu_contracts import CommunicatingPart
 from simpy_astra.engine.system_layer import dimension_active
 from simpy_astra.engine.tags import native_tag
@@ -37,7 +38,7 @@ class NpuCommunication(CommunicatingPart):
         comm_type = node.get_int("comm_type")
         size = node.get_int("comm_size")
         if comm_type == BROADCAST:
-            self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
+            self._broadcast(node, size)
             return
         kind = COLLECTIVE_KINDS.get(comm_type)
         if kind is None:
@@ -64,6 +65,22 @@ class NpuCommunication(CommunicatingPart):
                                             lambda: self.complete_soon(node_id))
         except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
             raise InputError.in_file(self.source, f"node {node_id}: {exc}") from None
+
+    def _broadcast(self, node, size: int) -> None:
+        """A BROADCAST: timed as NCCL's ring broadcast where NCCL's model times the run's
+        collectives (a cluster preset's), on the NPUs an all-gather of its group runs over (the
+        ring NCCL's broadcast runs on); elsewhere replayed from its ``duration_micros``, as
+        ASTRA-sim replays one (it has no broadcast to simulate)."""
+        nccl = self.services.nccl
+        if nccl is not None and NCCL_BROADCAST in nccl.TIMED:
+            ring = COLLECTIVE_KINDS[ALL_GATHER]
+            plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, ring,
+                                                                 node.get_str("pg_name", ""), node.id)
+            if custom is None:
+                involved = plan.involved or self._involved(node, ring, plan, custom)
+                nccl.issue(self, plan.dims, involved, size, node.id, NCCL_BROADCAST, node.name)
+                return
+        self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
 
     def _involved(self, node, kind: str, plan, custom) -> list[bool]:
         """The dimensions a default-group collective runs over: its ``involved_dim``, by default

@@ -21,9 +21,11 @@ start of a chunk's forward, and reporting its loss after the loss, as each era's
   ``assert not loss[0].isnan()``, today's ``rerun_state_machine.validate_result``) reads a CUDA
   tensor on the host: the host waits for the whole forward before it issues the backward.
 
-A broadcast is written as the ring all-gather that moves its bytes: NCCL's ring broadcast
-passes the whole buffer down ``tp - 1`` hops, as an all-gather of ``tp / (tp - 1)`` times it
-does (the trace format's broadcast is replayed, not timed). The host-to-device copies are
+A broadcast is written as Chakra's BROADCAST of its bytes: on a cluster preset NCCL's model
+times it as NCCL's ring broadcast (:mod:`simpy_astra.engine.nccl_tuning`); elsewhere it is
+replayed, as ASTRA-sim replays one, for the ``duration_micros`` the trace records (its bytes
+once over the tp ring's link: :meth:`~simpy_astra.workloads.megatron.schedule.StageSchedule.
+collective`). The host-to-device copies are
 launches here; their bytes cross PCIe, which no preset describes (a 2,048-token micro-batch's
 tokens are 16 KiB: left out).
 """
@@ -31,7 +33,7 @@ tokens are 16 KiB: left out).
 from __future__ import annotations
 
 from simpy_astra.workloads.megatron.kernels import streaming_seconds
-from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, LinearKernels
+from simpy_astra.workloads.megatron.linear_kernels import ALL_REDUCE, BROADCAST, LinearKernels
 from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
 #: ``_MAX_DATA_DIM`` int64 sizes a key (``mpu/data.py``): one key, ``text``
@@ -56,9 +58,8 @@ class BatchFetch(LinearKernels):
         b.add("elementwise", seconds, kernels=kernels)
 
     def _broadcast(self, b: _Builder, label: str, size_bytes: int) -> None:
-        tp = self.job.tp
-        if tp > 1:
-            b.comm(f"batch.{label}.broadcast", ALL_GATHER, -(-size_bytes * tp // (tp - 1)))
+        if self.job.tp > 1:
+            b.comm(f"batch.{label}.broadcast", BROADCAST, size_bytes)
 
     def fetch_batch(self, b: _Builder, first: bool, last: bool) -> None:
         """``get_batch`` before a chunk's forward (which chunks fetch: the module's docstring)."""

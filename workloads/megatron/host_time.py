@@ -40,18 +40,22 @@ class TaskIssue:
     synchronisations: the GPU is idle until the host's first launch after one).
     ``enqueued_s[i]``: when step ``i``'s first kernel or call is on its stream (a compute
     step's host work spread evenly over its kernels: its first kernel is enqueued after one
-    share); None for a marker. ``done_s``: when the host has issued the whole task."""
+    share); None for a marker. ``done_s``: when the host has issued the whole task.
+    ``reached_s[i]``: when the host reaches step ``i`` (a marker: a module's forward pre-hook)."""
 
     enqueued_s: list[float | None]
     done_s: float
+    reached_s: list[float]
 
 
 def task_issue(steps: list[Step], after_sync: bool = False) -> TaskIssue:
     """:class:`TaskIssue` of ``steps``, the host issuing them one after the other (from a
     synchronisation with the GPU: ``after_sync``)."""
     out: list[float | None] = []
+    reached: list[float] = []
     done_s = 0.0
     for step in steps:
+        reached.append(done_s)
         cost_s = step_host_seconds(step)
         if isinstance(step, Compute):
             out.append(done_s + cost_s / max(1, step.kernels))
@@ -59,7 +63,8 @@ def task_issue(steps: list[Step], after_sync: bool = False) -> TaskIssue:
             out.append(done_s + cost_s if isinstance(step, Collective) else None)
         done_s += cost_s
     first = 0.0 if after_sync else next((at for at in out if at is not None), 0.0)
-    return TaskIssue([None if at is None else at - first for at in out], done_s - first)
+    return TaskIssue([None if at is None else at - first for at in out], done_s - first,
+                     [max(0.0, at - first) for at in reached])
 
 
 class HostChain:

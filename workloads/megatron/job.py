@@ -283,9 +283,9 @@ class MegatronJob:
     def plays_messages(self) -> bool:
         """The trace holds an exchange a network plays message by message, reading its routes'
         latencies: a pipeline send (pp > 1), or an all-to-all (MoE's token dispatch, Ulysses'
-        context-parallel exchange). Every other exchange is an all-reduce, reduce-scatter or
-        all-gather (a context-parallel ``p2p`` ring's hops too), which a cluster's analytical
-        backend times by NCCL's model, blind to those latencies."""
+        context-parallel exchange). Every other exchange is an all-reduce, reduce-scatter,
+        all-gather (a context-parallel ``p2p`` ring's hops too) or broadcast, which a cluster's
+        analytical backend times by NCCL's model, blind to those latencies."""
         return self.pp > 1 or self.plays_all_to_all
 
     @property
@@ -301,9 +301,9 @@ class MegatronJob:
         of one GPU a node (at the mean of the machine's fitted shares, NVLS's and the tree's
         too): sequence parallelism's, a context-parallel ring's or all-gather's, an expert
         all-gather dispatch, the distributed optimizer's (over two or more replicas, or
-        experts'), the inputs a full recomputation keeps distributed, or a micro-batch's batch
-        broadcast over tp (``batch_fetch``: written as the all-gather that moves its bytes)."""
-        return (self.tp > 1 or self.sequence_parallel or self.cp > 1 and any(kind != "a2a" for kind in self.cp_comm_types)
+        experts'), or the inputs a full recomputation keeps distributed. (A micro-batch's batch
+        broadcasts over tp, ``batch_fetch``, are broadcasts: NCCL runs those by its ring alone.)"""
+        return (self.sequence_parallel or self.cp > 1 and any(kind != "a2a" for kind in self.cp_comm_types)
                 or self.ep > 1 and not self.moe_alltoall
                 or self.distributed_optimizer and (self.dp * self.cp > 1 or self.experts > 0)
                 or self.recompute == "full" and self.distribute_saved_activations)

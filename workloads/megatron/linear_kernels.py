@@ -11,7 +11,7 @@ from simpy_astra.workloads.megatron.kernels import Gpu, gemm_seconds, streaming_
 from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
 # Chakra collective kinds
-ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
+ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 5, 6, 7
 #: bytes an element of ffn that SwiGLU's unfused kernels move (``--no-bias-swiglu-fusion``:
 #: Megatron-Core's ``glu``, ``silu(x1) * x2``): forward, SiLU reads x1 and writes its output
 #: (4) and the product reads both and writes one (6); backward, the product's gradient reads

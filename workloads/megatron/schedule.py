@@ -42,7 +42,7 @@ from simpy_astra.workloads.megatron.kernels import (
     streaming_seconds,
 )
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.workloads.megatron.linear_kernels import ALL_GATHER, ALL_REDUCE, BROADCAST, REDUCE_SCATTER
 from simpy_astra.workloads.megatron.steps import Compute, GradsReady, HostSync, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
@@ -137,15 +137,23 @@ class StageSchedule:
             op = self.g.ops[gid]
             if op.dim != "tp":
                 return sharing_sms(self.gpu, 1.0)
-            shards = job.tp - 1 if op.comm_type == ALL_GATHER else (job.tp - 1) / job.tp
+            # a broadcast's ring passes the whole buffer once through each GPU
+            shards = {ALL_GATHER: job.tp - 1, BROADCAST: 1}.get(op.comm_type, (job.tp - 1) / job.tp)
             window_s = max(window_s, op.comm_size * shards * (2 if op.comm_type == ALL_REDUCE else 1)
                            / (self.tp_link_gb_s * 1e9))
         return beside_seconds(self.gpu, compute_s, window_s) / compute_s
 
     def collective(self, name: str, comm_type: int, dim: str, size: int, block: bool = True,
                    deps: list[int] | None = None) -> int:
+        """A collective node. A broadcast also records the ``duration_micros`` a run replays
+        where NCCL's model does not time it (as ASTRA-sim replays one): its bytes once over
+        the tp ring's link, NCCL's ring pipelining them (at least 1 us; 0, no duration, where
+        the rate is unknown)."""
+        duration_us = 0
+        if comm_type == BROADCAST and self.tp_link_gb_s:
+            duration_us = max(1, round(size / (self.tp_link_gb_s * 1e3)))
         op = Op(name, COLL, list(self.tail if deps is None else deps), [], [], comm_type=comm_type,
-                comm_size=size, dim=dim, stream=_STREAM.get(dim, dim))
+                comm_size=size, dim=dim, stream=_STREAM.get(dim, dim), duration_us=duration_us)
         gid = self.g.add(op)
         if block:
             self.tail = [gid]
@@ -210,7 +218,9 @@ class StageSchedule:
                 if i in starts:
                     if pending:
                         flush()
-                    self._bucket_needed(gather_chunk, step.dim, starts[i])
+                    # the module's pre-hook dispatches the next gather from the host
+                    reached = host.gate(issue.reached_s[i - lo], self.gpu_us - gpu_start_us)
+                    self._bucket_needed(gather_chunk, step.dim, starts[i], reached)
                 continue
             if isinstance(step, GradsReady) and not sync_grads:
                 continue
@@ -314,12 +324,17 @@ class StageSchedule:
         self.gathers[(dim, index)] = self.collective(f"chunk{chunk}.{dim}.bucket{k}.params.allgather", ALL_GATHER,
                                                      dim, size, block=False, deps=deps)
 
-    def _bucket_needed(self, chunk: int, dim: str, k: int) -> None:
-        """The forward reaches bucket ``k``: it waits for its gather, then launches the next."""
+    def _bucket_needed(self, chunk: int, dim: str, k: int, host: list[int]) -> None:
+        """The forward reaches bucket ``k``: it waits for its gather, then launches the next,
+        once the host has reached the module's forward pre-hook (``host``: the host chain's
+        node there, if the GPU could be there sooner). Megatron-Core's hook
+        (``_make_forward_pre_hook``) runs ``finish_param_sync``, whose wait is the stream's
+        and which then dispatches the next bucket's all-gather (``param_and_grad_buffer.py``):
+        the host's work before the module, ``get_batch``'s for the embedding's, comes first."""
         index = self.gather_index[(dim, chunk, k)]
         self.tail.append(self.gathers[(dim, index)])
         if index + 1 < len(self.gather_order[dim]):
-            self._dispatch_gather(dim, index + 1, list(self.tail))
+            self._dispatch_gather(dim, index + 1, [*self.tail, *host])
 
     # ------------------------------------------------------------------ gradient sync
     def _sync_kind(self) -> int:

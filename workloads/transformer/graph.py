@@ -19,7 +19,7 @@ from simpy_astra.workloads.transformer.config import TransformerConfig
 
 # Chakra node types and collective kinds
 COMP, SEND, RECV, COLL = 4, 5, 6, 7
-ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
+ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 5, 6, 7
 
 Tensor = tuple[str, int]  # (name, elements)
 

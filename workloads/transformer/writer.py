@@ -24,6 +24,7 @@ from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
 from simpy_astra.workloads.transformer.graph import (
     ALL_GATHER,
     ALL_REDUCE,
+    BROADCAST,
     COLL,
     COMP,
     KIND_PREFIX,
@@ -194,7 +195,7 @@ def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layou
         told = fix(kind, over) if callable(fix) else fix
         return InputError(f"{where}: {what} {problem}; {told}").with_parts(f"{what} {problem}; {told}")
 
-    ops = [op for stage in stages for op in graphs[stage].ops]
+    ops = [op for stage in stages for op in graphs[stage].ops if op.kind == COMP]  # a broadcast's replay is not compute
     longest = max(ops, key=lambda op: op.duration_us or 0, default=None)
     longest_us = (longest.duration_us or 0) if longest else 0
     if longest and longest_us > HORIZON_MICROS:
@@ -217,7 +218,7 @@ def _us_by_kind(ops: Iterable[Op]) -> dict[str, float]:
     """The time of ``ops`` by their kind (``op_type``), in us."""
     kinds: dict[str, float] = {}
     for op in ops:
-        if op.duration_us:
+        if op.kind == COMP and op.duration_us:
             kinds[op.op_type] = kinds.get(op.op_type, 0) + op.duration_us
     return kinds
 
@@ -244,8 +245,10 @@ def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int
     return groups_path
 
 
-#: the collectives a group of kind ``G`` in a rank summary runs, and nothing else
-REDUCTIONS_AND_GATHERS = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
+#: the collectives a group of kind ``G`` in a rank summary runs, and nothing else: those a
+#: cluster preset's NCCL model times by their members alone (a broadcast, elsewhere replayed,
+#: sends no message at all)
+REDUCTIONS_AND_GATHERS = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST))
 
 
 def _reductions_only(graph: StageGraph) -> set[str]:
