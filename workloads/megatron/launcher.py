@@ -35,11 +35,13 @@ _TIMING_ENVIRONMENT = {
                      "NCCL_NTHREADS", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
                      "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE"),
                     "it is not modelled (the simulator runs NCCL's own choice)"),
+    "NCCL_PXN_DISABLE": "it is not modelled (a preset's cross-rail messages take NCCL's default route, PXN: "
+                        "simpy_astra/network/rails.py)",
 }
-#: NCCL's own value of a variable above, what it does unset (its guide: P2P, SHM and IB are
+#: NCCL's own value of a variable above, what it does unset (its guide: P2P, SHM, IB and PXN are
 #: disabled, CollNet enabled, by 1): exported so (``mpirun -x NCCL_IB_DISABLE=0``), it changes nothing
 _NCCL_OWN_VALUES = {"NCCL_IB_DISABLE": "0", "NCCL_P2P_DISABLE": "0", "NCCL_SHM_DISABLE": "0",
-                    "NCCL_COLLNET_ENABLE": "0"}
+                    "NCCL_COLLNET_ENABLE": "0", "NCCL_PXN_DISABLE": "0"}
 #: a variable named in a word: ``NAME=value``, ``-x NAME``, ``--export=ALL,NAME=value``
 _VARIABLE = re.compile(r"(?:^|[=,])([A-Z][A-Z0-9_]*)(?=$|[=,])")
 #: MPICH's and Intel MPI's flags that give a variable's name, then its value as the next word
@@ -52,45 +54,67 @@ _ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 
 
 def is_launcher(word: str) -> bool:
-    """``word`` starts a launcher (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
-    after ``python -m``)."""
-    return word.rpartition("/")[2] in _NAMES
+    """``word`` starts a launcher (``torchrun``, ``/usr/bin/mpirun``, ``mpiexec.hydra``;
+    ``torch.distributed.run`` after ``python -m``)."""
+    return _kind(word) is not None
+
+
+def _kind(word: str) -> str | None:
+    """The launcher ``word`` starts, or None. An MPI's ``mpirun``/``mpiexec`` is also installed
+    under its implementation's name (``mpiexec.hydra``, ``mpirun.openmpi``, ``mpiexec.mpich``):
+    the same program and flags."""
+    name = word.rpartition("/")[2]
+    return _NAMES.get(name) or (_NAMES[name.partition(".")[0]] if name.partition(".")[0] in _MPI else None)
+
+
+#: the MPI launchers installed under an implementation's suffix too
+_MPI = ("mpirun", "mpiexec", "orterun")
+
+#: a count as a range of what it may be (lowest, highest): an elastic ``--nnodes 1:4`` or
+#: Slurm's ``-N 2-4`` runs on any count within; ``2:2`` is 2
+Count = tuple[int, int]
+#: a count flag the launcher was not given (torchrun's then default to 1), unlike one given a word
+_ABSENT: Count = (-1, -1)
+_ONE: Count = (1, 1)
 
 
 @dataclass(frozen=True)
 class Launch:
-    """The GPUs a pasted launcher starts in all, a node, and its nodes, each None where it names
-    none, and how it says so (``--nproc_per_node 8 x --nnodes 4``)."""
+    """The GPUs a pasted launcher starts in all, a node, and its nodes, each a :data:`Count`, or
+    None where it names none (or gives a word, ``gpu``), and how it says so
+    (``--nproc_per_node 8 x --nnodes 4``)."""
 
-    total: int | None
-    per_node: int | None
-    nodes: int | None
+    total: Count | None
+    per_node: Count | None
+    nodes: Count | None
     how: str
 
 
 def read(launcher: list[str]) -> Launch | None:
     """What ``launcher`` (the words before ``pretrain_gpt.py``) starts; None where no launcher
-    is pasted or it names no count (``gpu``, an elastic ``1:4``). Of launchers nested (``srun
-    ... torchrun ...``) the last, which starts the workers, counts."""
+    is pasted or it names no count. A count it gives as a word (``--nproc_per_node gpu``) is
+    unknown, not absent: the others still count. Of launchers nested (``srun ... torchrun
+    ...``) the last, which starts the workers, counts."""
     kind, found = None, {}
     for i, word in enumerate(launcher):
         if is_launcher(word):
-            started = _NAMES[word.rpartition("/")[2]]
-            kind, found = started, {}
+            kind, found = _kind(word), {}
             continue
         given = _flag_and_value(kind, launcher, i) if kind else None
         if given is not None:
             found[given[0]] = given[1]
-    counts = {flag: _count(flag, value) for flag, value in found.items()}
-    if not kind or not found or None in counts.values():
+    if not kind or not found:
         return None
-    total, per_node, nodes = (next((counts[f] for f in flags if f in counts), None) for flags in _FLAGS[kind])
+    counts = {flag: _count(flag, value) for flag, value in found.items()}
+    total, per_node, nodes = (next((counts[f] for f in flags if f in counts), _ABSENT) for flags in _FLAGS[kind])
     if kind == "torchrun":  # its defaults: one node, one process on it
-        per_node, nodes = per_node or 1, nodes or 1
+        per_node, nodes = (_ONE if c is _ABSENT else c for c in (per_node, nodes))
+    total, per_node, nodes = (None if c is _ABSENT else c for c in (total, per_node, nodes))
     if total is None and per_node is not None and nodes is not None:
-        total = per_node * nodes
-    if per_node is None and total is not None and nodes and total % nodes == 0:
-        per_node = total // nodes  # srun -N 4 -n 16: 4 a node, as torchrun --nnodes 4 --nproc_per_node 4
+        total = (per_node[0] * nodes[0], per_node[1] * nodes[1])
+    if per_node is None and total is not None and nodes and nodes[0] == nodes[1] and total[0] == total[1] \
+            and total[0] % nodes[0] == 0:
+        per_node = (total[0] // nodes[0],) * 2  # srun -N 4 -n 16: 4 a node, as torchrun's
     return Launch(total, per_node, nodes, " x ".join(f"{flag} {found[flag]}" for flag in found))
 
 
@@ -106,12 +130,20 @@ def _flag_and_value(kind: str, launcher: list[str], i: int) -> tuple[str, str] |
     return None if flag == "--map-by" and not _PROCESSES_A_NODE.match(value) else (flag, value)
 
 
-def _count(flag: str, value: str) -> int | None:
-    """The count ``value`` gives (``ppr:8:node`` of ``--map-by``: 8), None where it is no count
-    (``gpu``, an elastic ``1:4``)."""
+def _count(flag: str, value: str) -> Count | None:
+    """The count ``value`` gives (``ppr:8:node`` of ``--map-by``: 8; an elastic ``1:4`` or
+    Slurm's ``2-4``: 1 to 4), None where it is no count (``gpu``)."""
     if flag == "--map-by":
-        return int(_PROCESSES_A_NODE.match(value).group(1))
-    return int(value) if value.isdigit() else None
+        return (int(_PROCESSES_A_NODE.match(value).group(1)),) * 2
+    ends = _RANGE.fullmatch(value)
+    if ends is None:
+        return None
+    low, high = int(ends.group(1)), int(ends.group(2) or ends.group(1))
+    return (low, high) if low <= high else None
+
+
+#: a count as a launcher writes it: ``8``, or a range, ``1:4`` (torchrun) or ``2-4`` (Slurm)
+_RANGE = re.compile(r"(\d+)(?:[:-](\d+))?")
 
 
 def _exported_value(launcher: list[str], i: int, name: str) -> str | None:
@@ -131,20 +163,21 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
     hold another count (``srun -N 4`` of a job that fills 2); or that exports an NCCL setting
     that changes a collective's time (:data:`_TIMING_ENVIRONMENT`)."""
     launch = read(launcher)
-    if launch is not None and launch.total is not None and launch.total != gpus:
-        raise InputError(f"{where}: the pasted launcher starts {launch.total:,} GPUs ({launch.how}), but the job "
-                         f"runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop the "
-                         f"launcher's words")
-    if launch is not None and gpus_per_node is not None and launch.per_node not in (None, gpus_per_node):
-        raise InputError(f"{where}: the pasted launcher starts {launch.per_node} GPUs a node ({launch.how}), but "
-                         f"the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: {launch.per_node}, "
-                         f"or drop the launcher's words")
-    if launch is not None and launch.total is None and launch.nodes is not None and gpus_per_node is not None \
-            and launch.nodes * gpus_per_node != gpus:  # a node's GPUs each, the launcher's default
-        raise InputError(f"{where}: the pasted launcher starts {launch.nodes:,} nodes ({launch.how}), "
-                         f"{launch.nodes * gpus_per_node:,} GPUs at the cluster's {gpus_per_node} a node, but the "
-                         f"job runs on {gpus:,} ({gpus_where or 'its GPU count'}); make them one count, or drop "
-                         f"the launcher's words")
+    job = f"the job runs on {gpus:,} ({gpus_where or 'its GPU count'})"
+    if launch is not None and launch.total is not None and not launch.total[0] <= gpus <= launch.total[1]:
+        raise InputError(f"{where}: the pasted launcher starts {_shown(launch.total)} GPUs ({launch.how}), but {job}; "
+                         f"make them one count, or drop the launcher's words")
+    if launch is not None and gpus_per_node is not None and launch.per_node is not None \
+            and not launch.per_node[0] <= gpus_per_node <= launch.per_node[1]:
+        raise InputError(f"{where}: the pasted launcher starts {_shown(launch.per_node)} GPUs a node ({launch.how}), "
+                         f"but the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: "
+                         f"{launch.per_node[0]}, or drop the launcher's words")
+    filled = None if launch is None or launch.nodes is None or gpus_per_node is None else \
+        (launch.nodes[0] * gpus_per_node, launch.nodes[1] * gpus_per_node)  # a node's GPUs each, its default
+    if launch is not None and launch.total is None and filled is not None and not filled[0] <= gpus <= filled[1]:
+        raise InputError(f"{where}: the pasted launcher starts {_shown(launch.nodes)} nodes ({launch.how}), "
+                         f"{_shown(filled)} GPUs at the cluster's {gpus_per_node} a node, but {job}; make them one "
+                         f"count, or drop the launcher's words")
     for i, word in enumerate(launcher):
         name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT and not (
             n in _NCCL_OWN_VALUES and _exported_value(launcher, i, n) == _NCCL_OWN_VALUES[n])), None)
@@ -152,3 +185,8 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
             raise InputError(f"{where}: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
                              f"collectives take and is not read from here; {_TIMING_ENVIRONMENT[name]}, and drop "
                              f"it from the launcher's words")
+
+
+def _shown(count: Count) -> str:
+    """``16``, or an elastic range as ``8 to 32``."""
+    return f"{count[0]:,}" if count[0] == count[1] else f"{count[0]:,} to {count[1]:,}"
