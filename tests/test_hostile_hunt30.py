@@ -56,3 +56,30 @@ def test_a_launcher_that_turns_pxn_off_is_refused_and_its_default_runs(tmp_path,
     with_launcher, alone = launched_as_alone(tmp_path, capsys, "mpirun -x NCCL_PXN_DISABLE=0 -np 16 python "
                                                                "pretrain_gpt.py")
     assert with_launcher == alone
+
+
+@pytest.mark.parametrize(("flag", "written", "fix"), [
+    ("--hidden-size", "1,024", "; write 1024 (Megatron-LM's int() reads no thousands separators)"),
+    ("--hidden-size", "0x100", "; write 256 (Megatron-LM's int() reads decimal digits only)"),
+    ("--seq-length", "4k", "; write the count in full, 4096 (k as 1,024) or 4000 (k as 1,000) (Megatron-LM's int() "
+                           "reads no unit)"),
+    ("--seq-length", "2Ki", "; write the count in full, 2048 (K as 1,024) (Megatron-LM's int() reads no unit)"),
+    ("--train-samples", "1e6", "; write 1000000 (Megatron-LM's int() refuses it too)"),
+    ("--train-samples", "1M", "; write the count in full, 1048576 (M as 1,048,576) or 1000000 (M as 1,000,000) "
+                              "(Megatron-LM's int() reads no unit)")])
+def test_a_count_written_as_a_person_writes_it_is_told_the_integer(tmp_path, capsys, flag, written, fix):
+    # before: "argument --hidden-size: invalid int value: '1,024'" and no fix (only a float such
+    # as 256.0, of a modelled flag, named the integer; --train-samples 1e6 named none either)
+    args = TINY_GPT_ARGS.replace(f"{flag} 128 ", "") + f" {flag} {written}"
+    (line,) = error_lines(capsys, ["run", megatron_scenario(tmp_path, args), "--quiet"])
+    assert line.endswith(f"invalid int value: '{written}'{fix}"), line
+
+
+def test_a_sweep_axis_of_a_count_with_a_unit_is_told_the_integer(tmp_path, capsys):
+    # before: "--tensor-model-parallel-size 2k: invalid int value; fix the value", no value named
+    from tests.scenario_files import megatron_sweep
+
+    path = megatron_sweep(tmp_path, {"workload.args.--tensor-model-parallel-size": ["2k", 4]})
+    (line,) = error_lines(capsys, ["sweep", path, "--list"])
+    assert "--tensor-model-parallel-size 2k: invalid int value; write the count in full, 2048 (k as 1,024) or 2000" \
+           in line, line
