@@ -83,3 +83,18 @@ def test_a_sweep_axis_of_a_count_with_a_unit_is_told_the_integer(tmp_path, capsy
     (line,) = error_lines(capsys, ["sweep", path, "--list"])
     assert "--tensor-model-parallel-size 2k: invalid int value; write the count in full, 2048 (k as 1,024) or 2000" \
            in line, line
+
+
+@pytest.mark.parametrize(("cluster", "told"), [
+    ({"preset": "dgx-h100"}, "cluster.gpus: is missing; give the job's GPU count (gpus: 16"),
+    ({"preset": "dgx-h100", "gpus": None}, "cluster.gpus: is missing; give the job's GPU count (gpus: 16"),
+    ({"gpus": 8}, "cluster.preset: is missing; name the machine, one of dgx-a100-40gb, dgx-a100-80gb, dgx-h100, or a "
+                  "preset file of your own (preset: ./my-cluster.yaml)")])
+def test_a_cluster_field_left_out_is_told_what_to_give(tmp_path, capsys, cluster, told):
+    # before: "cluster.gpus: must be a positive integer (got None)", of a field nobody wrote
+    # None in, and no fix named
+    from tests.scenario_files import write_yaml
+
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": TINY_GPT_ARGS}, "cluster": cluster})
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert line.startswith(f"error: {path}: {told}") and "None" not in line, line
