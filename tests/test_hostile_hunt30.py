@@ -98,3 +98,21 @@ def test_a_cluster_field_left_out_is_told_what_to_give(tmp_path, capsys, cluster
     path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": TINY_GPT_ARGS}, "cluster": cluster})
     (line,) = error_lines(capsys, ["run", path, "--quiet"])
     assert line.startswith(f"error: {path}: {told}") and "None" not in line, line
+
+
+@pytest.mark.parametrize("line", ["srun -N 2 bash -c 'torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py ARGS'",
+                                  'srun -N 2 /bin/sh -lc "cd /workspace && torchrun --nproc_per_node 8 --nnodes 2 '
+                                  'pretrain_gpt.py ARGS"'])
+def test_a_launch_line_run_by_a_shells_dash_c_is_read_inside_its_quotes(tmp_path, capsys, line):
+    # before: "'srun' comes before any flag (Megatron's argparse: unrecognized arguments: srun)":
+    # the command bash -c runs is one quoted word, so no script was found in the line
+    from tests.scenario_files import headline_and_warnings
+
+    written = headline_and_warnings(capsys, megatron_scenario(tmp_path, line.replace("ARGS", TINY_GPT_ARGS), "a.yaml",
+                                                              preset="dgx-h100", gpus=16))
+    assert written == headline_and_warnings(capsys, megatron_scenario(tmp_path, TINY_GPT_ARGS, "b.yaml",
+                                                                      preset="dgx-h100", gpus=16))
+    wrong = megatron_scenario(tmp_path, line.replace("--nnodes 2", "--nnodes 4").replace("ARGS", TINY_GPT_ARGS),
+                              preset="dgx-h100", gpus=16)
+    (refused,) = error_lines(capsys, ["run", wrong, "--quiet"])
+    assert "the pasted launcher starts 32 GPUs (--nproc_per_node 8 x --nnodes 4)" in refused, refused
