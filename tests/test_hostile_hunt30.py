@@ -116,3 +116,15 @@ def test_a_launch_line_run_by_a_shells_dash_c_is_read_inside_its_quotes(tmp_path
                               preset="dgx-h100", gpus=16)
     (refused,) = error_lines(capsys, ["run", wrong, "--quiet"])
     assert "the pasted launcher starts 32 GPUs (--nproc_per_node 8 x --nnodes 4)" in refused, refused
+
+
+def test_generate_megatrons_words_run_by_a_shells_dash_c_are_read_inside_its_quotes(tmp_path, capsys):
+    # before: "'bash' comes before any flag": the words after -- are a list, the command bash
+    # -c runs one of them
+    from simpy_astra.cli.main import main
+
+    command = f"torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py {TINY_GPT_ARGS}"
+    out = str(tmp_path / "t" / "p")
+    (line,) = error_lines(capsys, ["generate", "megatron", "--gpus", "16", "--output", out, "--", "bash", "-c", command])
+    assert "the pasted launcher starts 32 GPUs (--nproc_per_node 8 x --nnodes 4), but the job runs on 16" in line, line
+    assert main(["generate", "megatron", "--gpus", "32", "--output", out, "--", "bash", "-c", command]) == 0

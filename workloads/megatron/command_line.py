@@ -131,7 +131,11 @@ def _split(args: object, where: str) -> list[str]:
     """``args`` as words, a launcher's too."""
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
-        return [w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w]
+        words = [w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w]
+        try:
+            return _bounded(_shell_command_read(words), where)
+        except ValueError as exc:
+            raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
     if isinstance(args, list) and args:  # named by its item: the whole list, pasted, ran to hundreds of words
         i, bad = next((i, a) for i, a in enumerate(args) if isinstance(a, bool) or not isinstance(a, str | int | float))
         raise InputError(f"{where}: [{i}] is {show_value(bad)}: a list of arguments holds words (text or numbers), one per "
