@@ -129,3 +129,26 @@ def test_generate_megatrons_words_run_by_a_shells_dash_c_are_read_inside_its_quo
     assert "the pasted launcher starts 32 GPUs (--nproc_per_node 8 x --nnodes 4), but the job runs on 16" in line, line
     fits = command.replace("--nnodes 4", "--nnodes 2")
     assert main(["generate", "megatron", "--gpus", "16", "--output", out, "--", "bash", "-c", fits]) == 0
+
+
+def test_a_small_models_headline_keeps_every_figure_within_80_columns(tmp_path, capsys):
+    # before: "iteration time 79.273 ms, 349.8 TFLOP/s and 13,227,475 tokens/s per GPU, MFU
+    # 35.4%", 82 columns in a pipe: a small model's tokens/s per GPU run past the line
+    import re
+
+    from simpy_astra.cli.main import main
+    from simpy_astra.simulation import Simulation
+
+    args = ("--num-layers 1 --hidden-size 128 --num-attention-heads 1 --seq-length 16384 --max-position-embeddings "
+            "16384 --micro-batch-size 64 --global-batch-size 512 --bf16 --vocab-size 128 --use-flash-attn")
+    path = megatron_scenario(tmp_path, args, preset="dgx-h100")
+    assert main(["run", path, "--quiet"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    sim = Simulation.from_scenario(path)
+    sim.run()
+    job = sim.training()
+    tokens = 512 * 16384 / 8 / (job.iteration_time_ns / 1e9)  # the global batch's tokens a GPU a second
+    assert len(line) <= 80 and tokens > 10**7, line
+    figures = [float(f.replace(",", "")) for f in re.findall(r"\d[\d,]*(?:\.\d+)?", line)]
+    assert figures == [round(job.iteration_time_ns / 1e6, 3), round(job.tflops_per_gpu, 1), round(tokens),
+                       round(job.mfu * 100, 1)], line
