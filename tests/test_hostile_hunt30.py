@@ -152,3 +152,16 @@ def test_a_small_models_headline_keeps_every_figure_within_80_columns(tmp_path, 
     figures = [float(f.replace(",", "")) for f in re.findall(r"\d[\d,]*(?:\.\d+)?", line)]
     assert figures == [round(job.iteration_time_ns / 1e6, 3), round(job.tflops_per_gpu, 1), round(tokens),
                        round(job.mfu * 100, 1)], line
+
+
+@pytest.mark.parametrize("launcher", ["env -u NCCL_ALGO torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py",
+                                      "env --unset=NCCL_PROTO torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py"])
+def test_a_launcher_that_unsets_an_nccl_variable_runs_nccls_choice(tmp_path, capsys, launcher):
+    # before: refused as setting NCCL_ALGO: env -u removes it, leaving NCCL's own choice, the
+    # one the simulator runs; a variable set beside it is still refused
+    with_launcher, alone = launched_as_alone(tmp_path, capsys, launcher)
+    assert with_launcher == alone
+    path = megatron_scenario(tmp_path, f"env -u NCCL_ALGO NCCL_PROTO=LL torchrun --nproc_per_node 8 --nnodes 2 "
+                                       f"pretrain_gpt.py {TINY_GPT_ARGS}", "c.yaml", preset="dgx-h100", gpus=16)
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "the pasted launcher sets NCCL_PROTO (NCCL_PROTO=LL)" in line, line

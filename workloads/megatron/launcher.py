@@ -179,6 +179,8 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
                          f"{_shown(filled)} GPUs at the cluster's {gpus_per_node} a node, but {job}; make them one "
                          f"count, or drop the launcher's words")
     for i, word in enumerate(launcher):
+        if _unset(launcher, i):  # env -u NCCL_ALGO: NCCL's own choice, as the simulator runs it
+            continue
         name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT and not (
             n in _NCCL_OWN_VALUES and _exported_value(launcher, i, n) == _NCCL_OWN_VALUES[n])), None)
         if name is not None:
@@ -190,3 +192,10 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
 def _shown(count: Count) -> str:
     """``16``, or an elastic range as ``8 to 32``."""
     return f"{count[0]:,}" if count[0] == count[1] else f"{count[0]:,} to {count[1]:,}"
+
+
+def _unset(launcher: list[str], i: int) -> bool:
+    """``launcher[i]`` names a variable ``env`` removes (``env -u NAME``, ``env --unset=NAME``)."""
+    word = launcher[i]
+    return word.startswith("--unset=") or (i > 0 and launcher[i - 1] in ("-u", "--unset") and "=" not in word
+                                            and "env" in (w.rpartition("/")[2] for w in launcher[:i - 1]))
