@@ -16,20 +16,24 @@ from simpy_astra.workloads.chakra.types import COMM_RECV_NODE, COMM_SEND_NODE, C
 from simpy_astra.workloads.schedules import registry
 from simpy_astra.workloads.schedules.task import Kind, Task
 
-#: a send and a receive overhead, in exact decimal ns: 600.5 ns a message, cut to 600
-O_NS = Decimal("300.25")
+#: the overheads at the two ends of a message, in exact decimal ns: 600.5 ns, cut to 600
+OVERHEADS_NS = (Decimal("300.25"), Decimal("300.25"))
 
 
 class DecimalLogGP(CongestionUnawareNetwork):
-    """docs/backends.md's LogGP, its overhead counted in Decimal."""
+    """docs/backends.md's LogGP, its send and receive overheads counted in Decimal."""
 
     def message_delay_ns(self, src, dst, size_bytes):
-        return super().message_delay_ns(src, dst, size_bytes) + 2 * O_NS
+        wire_ns = super().message_delay_ns(src, dst, size_bytes)
+        return sum(OVERHEADS_NS, start=Decimal(wire_ns))
 
 
-LOGGP16 = register(BackendSpec("loggp16", "analytical plus a Decimal overhead per message",
-                               lambda env, dims, source, config=None: DecimalLogGP(env, dims), folds="pairs",
-                               folded=None))
+def build_loggp16(env, dims, source, config=None):
+    return DecimalLogGP(env, dims)
+
+
+LOGGP16 = register(BackendSpec("loggp16", "analytical plus Decimal overheads per message", build_loggp16,
+                               folds="pairs", folded=None))
 
 
 class ChordalRing(BasicTopology):
