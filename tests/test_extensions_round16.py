@@ -118,3 +118,15 @@ def test_gpipe_as_a_megatron_schedule_swept_against_1f1b_beside_a_first_try_that
     line = _one_line(_cli(r16, "run", "endless.yaml", "--quiet", status=2))
     assert line.startswith("error: endless.yaml: workload.schedule: pipeline schedule 'r16:gpipe_endless': for stage "
                            "0 of 4 (8 micro-batches, 1 chunk(s)) it gave more than 24 tasks"), line
+
+
+def test_a_link_model_that_keeps_its_gap_as_a_decimal_is_cut_as_a_float_is(r16: Path) -> None:
+    """simpy_astra/network/README.md: ``hold_ns(item)`` returns how long an item waits before
+    it starts, a fraction cut. A gap kept exact, ``Decimal("200.5")``, was refused as not 'a
+    finite number of ns >= 0'; now each of the two links (NPU, switch, NPU) holds 200 ns before
+    its hop: 2 x (200 + trunc(L + S/B))."""
+    size = 4096
+    workload = f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 8, src: 0, dst: 1}}"
+    net = _net("Switch", 8, ", link-model: {class: 'r16:DecimalPacedLink', gap_ns: '200.5'}")
+    path = _write(r16, "paced.yaml", workload, net, "congestion_aware")
+    assert _quiet_ns(_cli(r16, "run", path.name, "--quiet")) == 2 * (200 + d(size)) == 9592

@@ -10,6 +10,7 @@ from pathlib import Path
 from simpy_astra.collectives.base import REDUCE_SCATTER, CollectiveAlgorithm, ring_final_size
 from simpy_astra.network.backends import BackendSpec, register
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network.link import LinkElement
 from simpy_astra.topologies import BasicTopology
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
@@ -34,6 +35,18 @@ def build_loggp16(env, dims, source, config=None):
 
 LOGGP16 = register(BackendSpec("loggp16", "analytical plus Decimal overheads per message", build_loggp16,
                                folds="pairs", folded=None))
+
+
+class DecimalPacedLink(LinkElement):
+    """simpy_astra/network/README.md's paced link, its gap before each item kept exact: a
+    Decimal of ns (a fraction cut, as a link cuts its own times)."""
+
+    def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival, gap_ns: str = "0"):
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, on_arrival)
+        self.gap_ns = Decimal(gap_ns)
+
+    def hold_ns(self, item):
+        return self.gap_ns
 
 
 class ChordalRing(BasicTopology):
