@@ -165,3 +165,19 @@ def test_a_launcher_that_unsets_an_nccl_variable_runs_nccls_choice(tmp_path, cap
                                        f"pretrain_gpt.py {TINY_GPT_ARGS}", "c.yaml", preset="dgx-h100", gpus=16)
     (line,) = error_lines(capsys, ["run", path, "--quiet"])
     assert "the pasted launcher sets NCCL_PROTO (NCCL_PROTO=LL)" in line, line
+
+
+@pytest.mark.parametrize(("launcher", "starts"), [
+    ("horovodrun -np 32 -H a:8,b:8 python", "32 GPUs (-np 32)"),
+    ("accelerate launch --num_processes 32 --num_machines 2", "32 GPUs (--num_processes 32 x --num_machines 2)"),
+    ("flux run -N2 -n32 python", "32 GPUs (-N 2 x -n 32)"),
+    ("aprun -n 32 -N 8 python", "32 GPUs (-n 32 x -N 8)")])
+def test_the_other_common_launchers_counts_are_held_to_the_job(tmp_path, capsys, launcher, starts):
+    # before: horovodrun, accelerate launch, flux run and Cray's aprun were no launcher read
+    # here: their words were dropped, 32 processes started ran as the job's 16 GPUs in silence
+    path = megatron_scenario(tmp_path, f"{launcher} pretrain_gpt.py {TINY_GPT_ARGS}", preset="dgx-h100", gpus=16)
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert f"the pasted launcher starts {starts}, but the job runs on 16" in line, line
+    fits = launcher.replace("32", "16")
+    with_launcher, alone = launched_as_alone(tmp_path, capsys, f"{fits} pretrain_gpt.py")
+    assert with_launcher == alone

@@ -1,4 +1,5 @@
-"""A launcher pasted before ``pretrain_gpt.py`` (torchrun, mpirun, srun, deepspeed): the GPUs it
+"""A launcher pasted before ``pretrain_gpt.py`` (torchrun, mpirun, srun, deepspeed; horovodrun,
+``accelerate launch``, Cray's aprun and ``flux run``): the GPUs it
 starts and the NCCL settings it exports, read from the words the command line was split into
 once (:func:`~simpy_astra.workloads.megatron.command_line.launch_line`), and the one place that
 holds them to the job. Its words are not Megatron-LM's and are dropped before those are read,
@@ -19,10 +20,15 @@ _FLAGS = {
     "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn", "--map-by"), ()),
     "srun": (("-n", "--ntasks"), ("--ntasks-per-node",), ("-N", "--nodes")),
     "deepspeed": ((), ("--num_gpus", "--num-gpus"), ("--num_nodes", "--num-nodes")),
+    "horovodrun": (("-np", "--num-proc"), (), ()),
+    "accelerate": (("--num_processes", "--num-processes"), (), ("--num_machines", "--num-machines")),
+    "aprun": (("-n", "--pes"), ("-N", "--pes-per-node"), ()),
+    "flux": (("-n", "--ntasks"), ("--tasks-per-node",), ("-N", "--nodes")),
 }
 #: the words that start each launcher (``python -m torch.distributed.run`` starts torchrun)
 _NAMES = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun", "torch.distributed.run": "torchrun",
-          "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun", "deepspeed": "deepspeed"}
+          "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun", "deepspeed": "deepspeed",
+          **{name: name for name in ("horovodrun", "accelerate", "aprun", "flux")}}  # accelerate launch, flux run
 
 #: NCCL's variables that change how long a collective takes, each -> the fix: a launcher exports
 #: them (``mpirun -x NCCL_ALGO=Tree``, ``srun --export=ALL,NCCL_PROTO=Simple``, ``NCCL_ALGO=Tree
