@@ -181,3 +181,13 @@ def test_the_other_common_launchers_counts_are_held_to_the_job(tmp_path, capsys,
     fits = launcher.replace("32", "16")
     with_launcher, alone = launched_as_alone(tmp_path, capsys, f"{fits} pretrain_gpt.py")
     assert with_launcher == alone
+
+
+@pytest.mark.parametrize(("flag", "written"), [("--lr", "1e\u22124"), ("--lr", "\u22121e-4"),
+                                               ("--hidden-dropout", "1e\u22122")])
+def test_a_number_pasted_with_a_minus_sign_is_told_the_character_to_retype(tmp_path, capsys, flag, written):
+    # before: "argument --lr: invalid float value: '1e-4'" (its '-' U+2212, as a PDF's table
+    # prints it), no fix, and the line shows what looks like a valid number
+    (line,) = error_lines(capsys, ["run", megatron_scenario(tmp_path, f"{TINY_GPT_ARGS} {flag} {written}"), "--quiet"])
+    assert line.endswith(f"invalid float value: '{written}' (its '\u2212' is U+2212 MINUS SIGN, not ASCII: retype it)"), \
+        line

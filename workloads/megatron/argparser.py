@@ -8,7 +8,7 @@ import argparse
 import re
 from fractions import Fraction
 
-from simpy_astra.errors import integer_fix
+from simpy_astra.errors import integer_fix, non_ascii
 
 
 class ArgparseError(Exception):
@@ -29,14 +29,17 @@ class Parser(argparse.ArgumentParser):
         return action
 
     def error(self, message: str):  # noqa: ANN201 - argparse's signature
-        raise ArgparseError(message + _float_for_int(message))
+        raise ArgparseError(message + _value_fix(message))
 
 
-def _float_for_int(message: str) -> str:
-    """The integer to write for a count argparse refused (``--num-layers 8.0``, ``1,024``,
-    ``4k``): :func:`int_text_fix`."""
-    found = re.search(r"invalid int value: '([^']*)'$", message)
-    return int_text_fix(found.group(1)) if found else ""
+def _value_fix(message: str) -> str:
+    """The fix for a number argparse refused: the integer to write for a count (``--num-layers
+    8.0``, ``1,024``, ``4k``: :func:`int_text_fix`), the character to retype in one pasted from
+    a page (``1e-4`` typed with a minus sign, U+2212)."""
+    found = re.search(r"invalid (int|float) value: '([^']*)'$", message)
+    if found is None:
+        return ""
+    return (int_text_fix(found.group(2)) if found.group(1) == "int" else "") or non_ascii(found.group(2))
 
 
 def int_text_fix(text: str) -> str:

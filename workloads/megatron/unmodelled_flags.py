@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.workloads.megatron import command_line
 from simpy_astra.workloads.megatron.argparser import int_text_fix
 
@@ -235,7 +235,7 @@ def number(text: str, flag: str, kind: Callable[[str], int | float], where: str)
         return kind(text)
     except ValueError:
         command_line.unexpanded(text, f"{flag} {text}", where)
-        fix = int_text_fix(text) if kind is int else ""
+        fix = (int_text_fix(text) if kind is int else "") or non_ascii(text)  # 1e-4 pasted with a minus sign (U+2212)
         raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}{fix}") from None
 
 
