@@ -30,13 +30,22 @@ def within(value_ns: float) -> bool:
     return math.isfinite(value_ns) and value_ns <= HORIZON_NS
 
 
+def finite_real(value: Any) -> bool:
+    """Whether a plug-in's number is a finite real one: numpy's numbers, a ``Fraction`` and a
+    ``Decimal`` (the exact numbers a model may count in) as Python's; not a bool, NaN or an
+    infinity, nor an int or a fraction past a float's range (``math.isfinite`` raises
+    OverflowError at 10**400: no time, not an internal error)."""
+    try:
+        return isinstance(value, Real | Decimal) and not isinstance(value, bool) and math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def whole_ns(value: Any) -> int | None:
     """A delay a plug-in hands the clock (a collective's ``ctx.wait``, a backend's message
-    delay) in whole ns, a fraction cut as links cut theirs (numpy's numbers, a ``Fraction`` and
-    a ``Decimal``, the exact numbers a model may count in, as Python's); None when it is no
-    delay: not a real number, a bool, NaN, negative or past the horizon."""
-    if isinstance(value, Real | Decimal) and not isinstance(value, bool) and math.isfinite(value) \
-            and 0 <= value <= HORIZON_NS:
+    delay) in whole ns, a fraction cut as links cut theirs (:func:`finite_real`'s numbers);
+    None when it is no delay: not a finite real number, negative or past the horizon."""
+    if finite_real(value) and 0 <= value <= HORIZON_NS:
         return int(value)
     return None
 

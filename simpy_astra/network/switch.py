@@ -15,16 +15,14 @@ instant through a :class:`~simpy_astra.engine.events.Doorbell` (ASTRA-sim's exac
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Generator
-from decimal import Decimal
-from numbers import Real
 from typing import Any
 
 import simpy
 
 from simpy_astra.engine.probes import Probed
+from simpy_astra.infra.horizon import finite_real
 from simpy_astra.plugins import bad_return, serving_loop
 
 
@@ -32,8 +30,8 @@ def checked_release_ns(switch: SwitchElement, due_ns: Any) -> int:
     """``due_ns`` in whole ns if it is a finite number (a time in ns, a fraction cut so that
     simulated times stay whole ns; one already past means at once), else the model's error
     naming its class and method."""
-    if isinstance(due_ns, Real | Decimal) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
-        return int(due_ns)  # numpy's as Python's; 1,030.5 -> 1,030
+    if finite_real(due_ns):  # the rule whole_ns holds a delay to, but any time (one past: at once)
+        return int(due_ns)  # numpy's, a Fraction's and a Decimal's as Python's; 1,030.5 -> 1,030
     raise bad_return(switch, "release_ns", due_ns, "a finite time in ns (when the item may leave)")
 
 
