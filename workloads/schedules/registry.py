@@ -111,17 +111,19 @@ def _checked(name: str, fn: Schedule) -> Schedule:
     @functools.wraps(fn)
     def checked(stage: int, pp: int, micro_batches: int, chunks: int, **costs: object) -> list[Task]:
         what = f"pipeline schedule '{name}'"
+        most = _most_tasks(micro_batches, chunks)
+        endless = False
         try:
             order = fn(stage, pp, micro_batches, chunks, **costs)
-            endless = inspect.isgenerator(order)  # a generator function's tasks (yield Task(...)), in their order
-            if endless:  # up to one past the most a stage runs: one that never returns stops there, not hangs
-                order = list(itertools.islice(order, _most_tasks(micro_batches, chunks) + 1))
-                endless = len(order) > _most_tasks(micro_batches, chunks)
+            if inspect.isgenerator(order):  # a generator function's tasks (yield Task(...)), in their order
+                # up to one past the most a stage runs: one that never returns stops there, not hangs
+                order = list(itertools.islice(order, most + 1))
+                endless = len(order) > most
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
             raise PluginError(user_code_problem(what, exc), exc) from None
         if endless:
             raise PluginError(f"{what}: for stage {stage} of {pp} ({micro_batches} micro-batches, {chunks} chunk(s)) "
-                              f"it gave more than {_most_tasks(micro_batches, chunks):,} tasks, the most a stage runs "
+                              f"it gave more than {most:,} tasks, the most a stage runs "
                               f"(each micro-batch of each chunk: FORWARD, then BACKWARD or BACKWARD_INPUT and "
                               f"BACKWARD_WEIGHT); a generator that never returns? end its loop after the last task")
         if isinstance(order, list | tuple):  # numpy's ids (np.arange) as the ints they are
