@@ -5,9 +5,10 @@ README with these figures), "Training Performance Results": tokens per second of
 machine for NeMo's GPT-3 5B on 1 to 32 DGX A100 80GB nodes and 175B on 8 to 128, with the
 training configurations of that commit (``conf/training/gpt3/5b.yaml`` and ``175b.yaml``, last
 changed 2022-08-30): sequence 2,048, global batch 2,048, micro-batch 2, bf16 with O2 master
-weights, Apex's distributed fused Adam, gradient-accumulation fusion, unfused attention (NeMo 22.09 had no flash attention); 5B at tp 1 and pp 1 without
-recomputation (``activations_checkpoint_num_layers: 0``); 175B at tp 8 and pp 8 with selective
-recomputation and sequence parallelism. Seconds per step are ``2,048 x 2,048 / tokens/s``.
+weights, Apex's distributed fused Adam, gradient-accumulation fusion, unfused attention (NeMo
+22.09 had no flash attention); 5B at tp 1 and pp 1 without recomputation
+(``activations_checkpoint_num_layers: 0``); 175B at tp 8 and pp 8 with selective recomputation
+and sequence parallelism. Seconds per step are ``2,048 x 2,048 / tokens/s``.
 Nothing was fitted on this table.
 
 Two of those settings NeMo 1.11.0 (the release in the table's container, "NeMo 1.11.0+718d5d2"
@@ -42,14 +43,17 @@ import sys
 
 from megatron_sc21 import gpt_step_flops, table_main
 
-COMMON = ("--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 2 --global-batch-size 2048 "
-          "--bf16 --transformer-impl local --use-distributed-optimizer")
+#: what every row runs but its global batch (2,048 in the 22.09 table, 1,536 in the 22.06 one)
+SEQUENCE = "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 2 "
+COMMON = SEQUENCE + "--global-batch-size 2048 --bf16 --transformer-impl local --use-distributed-optimizer"
+#: the 175B layout both tables ran: one copy, so the two releases' rows cannot drift apart
+LAYOUT_175B = ("--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --tensor-model-parallel-size 8 "
+               "--pipeline-model-parallel-size 8 --recompute-activations --sequence-parallel ")
 #: model -> its arguments as NeMo 1.11.0 ran them (the two overrides in the docstring)
 ARGS = {
     "5B": ("--num-layers 24 --hidden-size 4096 --num-attention-heads 32 --overlap-grad-reduce "
            "--no-gradient-accumulation-fusion " + COMMON),
-    "175B": ("--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --tensor-model-parallel-size 8 "
-             "--pipeline-model-parallel-size 8 --recompute-activations --sequence-parallel " + COMMON),
+    "175B": LAYOUT_175B + COMMON,
 }
 #: model -> Megatron's FLOPs of its step (GPT-2's 50,257 tokens padded to a multiple of 128 x tp)
 STEP_FLOPS = {"5B": gpt_step_flops(2048, 2048, 24, 4096, 50304),
@@ -63,10 +67,7 @@ TOKENS_PER_S = {
 
 #: the 22.06 table's 175B points, {nodes: tokens per second of the whole machine}, and their arguments
 TOKENS_PER_S_22_06 = {16: 20642, 32: 38025, 128: 141306}
-ARGS_22_06 = ("--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --tensor-model-parallel-size 8 "
-              "--pipeline-model-parallel-size 8 --recompute-activations --sequence-parallel "
-              "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 2 --global-batch-size 1536 "
-              "--bf16 --transformer-impl local")
+ARGS_22_06 = LAYOUT_175B + SEQUENCE + "--global-batch-size 1536 --bf16 --transformer-impl local"
 
 
 def read_table(_path: str, release_22_06: bool = False) -> list[dict]:
