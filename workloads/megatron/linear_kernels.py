@@ -6,12 +6,14 @@ and its parts (attention core, mixture of experts, embedding and loss) price the
 
 from __future__ import annotations
 
+from simpy_astra.workloads.chakra import types
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, gemm_seconds, streaming_seconds
 from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
-# Chakra collective kinds
-ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 5, 6, 7
+# Chakra's collective kinds, read here by the Megatron modules (its numbers, not a copy of them)
+ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = (
+    types.ALL_REDUCE, types.ALL_GATHER, types.BROADCAST, types.ALL_TO_ALL, types.REDUCE_SCATTER)
 #: bytes an element of ffn that SwiGLU's unfused kernels move (``--no-bias-swiglu-fusion``:
 #: Megatron-Core's ``glu``, ``silu(x1) * x2``): forward, SiLU reads x1 and writes its output
 #: (4) and the product reads both and writes one (6); backward, the product's gradient reads

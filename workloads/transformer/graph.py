@@ -15,11 +15,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from simpy_astra.workloads.chakra import types
 from simpy_astra.workloads.transformer.config import TransformerConfig
 
-# Chakra node types and collective kinds
-COMP, SEND, RECV, COLL = 4, 5, 6, 7
-ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 5, 6, 7
+# Chakra's node types and collective kinds by the short names the generators read here: its
+# numbers as workloads/chakra/types.py holds them, not a copy (this one and linear_kernels' each
+# had BROADCAST added by hand)
+COMP, SEND, RECV, COLL = types.COMP_NODE, types.COMM_SEND_NODE, types.COMM_RECV_NODE, types.COMM_COLL_NODE
+ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER = (
+    types.ALL_REDUCE, types.ALL_GATHER, types.BROADCAST, types.ALL_TO_ALL, types.REDUCE_SCATTER)
 
 Tensor = tuple[str, int]  # (name, elements)
 
