@@ -37,9 +37,14 @@ def _value_fix(message: str) -> str:
     8.0``, ``1,024``, ``4k``: :func:`int_text_fix`), the character to retype in one pasted from
     a page (``1e-4`` typed with a minus sign, U+2212)."""
     found = re.search(r"invalid (int|float) value: '([^']*)'$", message)
-    if found is None:
-        return ""
-    return (int_text_fix(found.group(2)) if found.group(1) == "int" else "") or non_ascii(found.group(2))
+    return number_fix(found.group(2), integer=found.group(1) == "int") if found else ""
+
+
+def number_fix(text: str, integer: bool) -> str:
+    """The fix for ``text`` refused as a number (a count where ``integer``): the integer to
+    write (:func:`int_text_fix`), else the character to retype (:func:`non_ascii`), else ''.
+    argparse's errors and the flags read outside it say the same."""
+    return (int_text_fix(text) if integer else "") or non_ascii(text)
 
 
 def int_text_fix(text: str) -> str:
