@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from simpy_astra.engine.statistics import NpuReport
+from simpy_astra.report.widths import first_fitting
 
 #: the start of the warning a folded run that had to run again unfolded gives (simulation.py)
 FOLD_UNDONE = "symmetry folding undone: "
@@ -27,12 +28,9 @@ def headline(reports: list[NpuReport], training=None) -> str:
     step = f"iteration time {last.finished_cycles:,} ns"
     wordings = (f"{step} (last: NPU {last.npu_id} of {len(reports):,}, exposed comm {last.exposed_comm_cycles:,} ns)",
                 f"{step} (last to finish: NPU {last.npu_id} of {len(reports):,})")
-    return next((w for w in wordings if len(w) <= HEADLINE_WIDTH), wordings[-1])
-
-
-#: a headline's width: a terminal's 80 columns (issue 39); a wording that would be wider
-#: leaves out its exposed communication (the reference lines have it)
-HEADLINE_WIDTH = 80
+    # a terminal's 80 columns (issue 39): a wording that would be wider leaves out its exposed
+    # communication (the reference lines have it)
+    return first_fitting(wordings)
 
 
 def print_answer(training, breakdowns: dict | None) -> None:

@@ -146,6 +146,12 @@ def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, in
     return [line.replace("\0", "").replace("\u00a0", " ") for line in lines]
 
 
+def first_fitting(wordings: Sequence[str], width: int = PLAIN_WIDTH) -> str:
+    """The first of a line's ``wordings`` (the fullest first) within ``width`` columns, else
+    the last: a headline said in fewer words where its figures would pass 80 columns."""
+    return next((w for w in wordings if text_width(w) <= width), wordings[-1])
+
+
 def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
     """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
     telling first), else the last cut by :func:`fit_words`."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from simpy_astra.report.widths import first_fitting
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.memory import parts_bytes
@@ -68,7 +69,7 @@ class TrainingFigures:
         tokens, mfu = f"{self.tokens_per_s_per_gpu:,.0f} tokens/s", f"MFU {self.mfu * 100:.1f}%"
         wordings = (f"iteration time {step}, {flops} and {tokens} per GPU, {mfu}",
                     f"iteration time {step}; per GPU {flops}, {tokens}, {mfu}")
-        return [next((w for w in wordings if len(w) <= _WIDTH), wordings[-1]),
+        return [first_fitting(wordings),
                 f"memory per GPU about {self._memory_text()} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
 
     def fit_advice(self) -> list[str]:
@@ -101,10 +102,6 @@ class TrainingFigures:
                 "memory_per_gpu_gib": round(self.memory_gib, 3),
                 "memory_gib": {k: round(v, 3) for k, v in self.memory_parts_gib.items()},
                 "memory_capacity_gib": self.capacity_gib, "fits": int(self.fits)}
-
-
-#: a terminal's 80 columns, which the answer's lines keep to
-_WIDTH = 80
 
 
 def step_time(ns: int) -> str:
