@@ -84,7 +84,8 @@ def _floor_ns(node: dict, kind: str, members, size: int, spine: float = 1.0) -> 
     worst = 0.0
     for k in on.values():
         out = {"all_reduce": 2 * (m - 1) / m * size, "reduce_scatter": (n - k) / n * size,
-               "all_gather": (n - k) * size, "all_to_all": k * (n - k) / n * size}[kind]
+               "all_gather": (n - k) * size, "all_to_all": k * (n - k) / n * size,
+               "broadcast": size}[kind]  # a broadcast: every node but the root's takes the buffer in
         worst = max(worst, out / (k * rail))
     return worst
 
@@ -427,8 +428,8 @@ def _step(tmp_path, monkeypatch, args: str, cluster: dict) -> tuple[Simulation, 
     seen: dict = {}
     timed = nccl_collectives.NcclAllReduce._duration_ns
 
-    def record(self, members, size, kind):
-        seen[(members, size, kind)] = took = timed(self, members, size, kind)
+    def record(self, members, size, kind, name=""):
+        seen[(members, size, kind)] = took = timed(self, members, size, kind, name)
         return took
 
     monkeypatch.setattr(nccl_collectives.NcclAllReduce, "_duration_ns", record)
