@@ -170,6 +170,9 @@ def check_nccl_algo(algo: Any, where: str, what: str = "NCCL_ALGO", absent: str 
 
 
 def gpu_count(gpus: Any, where: str, key: str) -> int:
+    if gpus is None:  # left out (or null): 'must be a positive integer (got None)' named no fix
+        raise InputError(f"{where}.{key}: is missing; give the job's GPU count ({key}: 16, a whole number of "
+                         f"nodes, or fewer than a node's GPUs)")
     gpus = positive(where, key, gpus, integer=True)
     if gpus < 2:
         raise InputError(f"{where}.{key}: must be 2 or more (a run simulates a network between GPUs)")

@@ -24,6 +24,9 @@ def presets() -> list[str]:
 
 
 def preset_path(name: Any, where: str, base_dir: str) -> str:
+    if name is None:  # left out (or null)
+        raise InputError(f"{where}.preset: is missing; name the machine, one of {', '.join(presets())}, or a "
+                         f"preset file of your own (preset: ./my-cluster.yaml)")
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}.preset: must name a preset, one of {', '.join(presets())}, or a YAML "
                          f"file (got {name!r})")

@@ -12,6 +12,7 @@ cost nothing extra: the stall watchdog's wake-ups grow with the clock, see
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from numbers import Integral, Real
 from typing import Any
 
@@ -31,9 +32,11 @@ def within(value_ns: float) -> bool:
 
 def whole_ns(value: Any) -> int | None:
     """A delay a plug-in hands the clock (a collective's ``ctx.wait``, a backend's message
-    delay) in whole ns, a fraction cut as links cut theirs (numpy's numbers as Python's); None
-    when it is no delay: not a real number, a bool, NaN, negative or past the horizon."""
-    if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= HORIZON_NS:
+    delay) in whole ns, a fraction cut as links cut theirs (numpy's numbers, a ``Fraction`` and
+    a ``Decimal``, the exact numbers a model may count in, as Python's); None when it is no
+    delay: not a real number, a bool, NaN, negative or past the horizon."""
+    if isinstance(value, Real | Decimal) and not isinstance(value, bool) and math.isfinite(value) \
+            and 0 <= value <= HORIZON_NS:
         return int(value)
     return None
 

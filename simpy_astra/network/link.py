@@ -38,10 +38,8 @@ waits for the new "link free").
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Generator
-from numbers import Real
 from typing import Any
 
 import simpy
@@ -49,6 +47,7 @@ from simpy.events import Event, Timeout
 from simpy.exceptions import Interrupt
 
 from simpy_astra.engine.events import start_in_place, timeout, wait_instead
+from simpy_astra.infra.horizon import whole_ns
 from simpy_astra.network.link_resource import LinkResource, Transmission
 from simpy_astra.plugins import bad_return, serving_loop
 
@@ -57,8 +56,9 @@ def checked_hold_ns(link: LinkResource, hold: Any) -> int:
     """``hold`` in whole ns if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must
     return; a fraction is cut, as a link cuts ``latency + S / B``, so simulated times stay whole
     ns), else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
-    if isinstance(hold, Real) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
-        return int(hold)  # numpy's as Python's; 200.7 -> 200
+    whole = whole_ns(hold)  # numpy's, a Fraction's and a Decimal's as Python's; 200.7 -> 200
+    if whole is not None:
+        return whole
     raise bad_return(link, "hold_ns", hold, "a finite number of ns >= 0 (0: start at once)")
 
 

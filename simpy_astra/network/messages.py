@@ -9,17 +9,15 @@ otherwise the arrival is remembered and a later receive completes 0 ns after it 
 from __future__ import annotations
 
 import inspect
-import math
 from collections import deque
 from collections.abc import Callable
-from numbers import Real
 from typing import Any
 
 import simpy
 
 from simpy_astra.engine.events import call_after, call_later
 from simpy_astra.engine.probes import Probed
-from simpy_astra.infra.horizon import HORIZON_NS
+from simpy_astra.infra.horizon import whole_ns
 
 Handler = Callable[[Any], None] | None
 
@@ -162,8 +160,7 @@ class MessageBoard(Probed):
         """:meth:`schedule_arrival` for a backend of one's own (docs/backends.md): ``delay_ns`` a
         finite number >= 0 within the horizon, a fraction cut to whole ns; ``entry`` what this
         board's :meth:`post_send` returned. Anything else is one line naming the caller."""
-        if not (isinstance(delay_ns, Real) and not isinstance(delay_ns, bool) and math.isfinite(delay_ns)
-                and 0 <= delay_ns <= HORIZON_NS):
+        if whole_ns(delay_ns) is None:  # numpy's, a Fraction's and a Decimal's taken as Python's
             raise _misuse(f"board.arrive_after({delay_ns!r}, entry): the delay must be a finite number of ns "
                           f">= 0 (whole ns from now; a fraction is cut)")
         if type(entry) is not _Entry or entry.board is not self:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
+from decimal import Decimal
 from numbers import Real
 from typing import Any
 
@@ -31,7 +32,7 @@ def checked_release_ns(switch: SwitchElement, due_ns: Any) -> int:
     """``due_ns`` in whole ns if it is a finite number (a time in ns, a fraction cut so that
     simulated times stay whole ns; one already past means at once), else the model's error
     naming its class and method."""
-    if isinstance(due_ns, Real) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
+    if isinstance(due_ns, Real | Decimal) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
         return int(due_ns)  # numpy's as Python's; 1,030.5 -> 1,030
     raise bad_return(switch, "release_ns", due_ns, "a finite time in ns (when the item may leave)")
 

@@ -132,7 +132,11 @@ def _split(args: object, where: str) -> list[str]:
     """``args`` as words, a launcher's too."""
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
-        return [w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w]
+        words = [w for w in (_plain(str(a)).strip() for a in _bounded(args, where)) if w]
+        try:
+            return _bounded(_shell_command_read(words), where)
+        except ValueError as exc:
+            raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
     if isinstance(args, list) and args:  # named by its item: the whole list, pasted, ran to hundreds of words
         i, bad = next((i, a) for i, a in enumerate(args) if isinstance(a, bool) or not isinstance(a, str | int | float))
         raise InputError(f"{where}: [{i}] is {show_value(bad)}: a list of arguments holds words (text or numbers), one per "
@@ -144,9 +148,25 @@ def _split(args: object, where: str) -> list[str]:
                          f"(at most {MAX_CHARACTERS:,} are read); give pretrain_gpt.py's arguments only")
     text = _CONTINUATION.sub(" ", _plain(args))
     try:
-        return _bounded(shell_words.split(text), where)
+        return _bounded(_shell_command_read(shell_words.split(text)), where)
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
+
+
+#: a shell that runs its ``-c`` word as a command line (``bash -c``, ``sh -lc``, ``/bin/zsh -xc``)
+_SHELL = re.compile(r"^(?:ba|z|k|da)?sh$")
+_RUNS_ITS_WORD = re.compile(r"^-[a-z]*c[a-z]*$")
+
+
+def _shell_command_read(tokens: list[str]) -> list[str]:
+    """``tokens`` with a shell's ``-c 'COMMAND'`` (``srun -N 2 bash -c 'torchrun ...
+    pretrain_gpt.py ...'``, one quoted word) replaced by COMMAND's words, split as that shell
+    splits them: the launcher and the arguments are inside it, and the line read as its first
+    word only ('srun' comes before any flag)."""
+    for i, word in enumerate(tokens[:-2]):
+        if _SHELL.match(word.rpartition("/")[2]) and _RUNS_ITS_WORD.match(tokens[i + 1]):
+            return [*tokens[:i], *_shell_command_read(shell_words.split(tokens[i + 2])), *tokens[i + 3:]]
+    return tokens
 
 
 def _plain(text: str) -> str:

@@ -1,4 +1,5 @@
-"""A launcher pasted before ``pretrain_gpt.py`` (torchrun, mpirun, srun, deepspeed): the GPUs it
+"""A launcher pasted before ``pretrain_gpt.py`` (torchrun, mpirun, srun, deepspeed; horovodrun,
+``accelerate launch``, Cray's aprun and ``flux run``): the GPUs it
 starts and the NCCL settings it exports, read from the words the command line was split into
 once (:func:`~simpy_astra.workloads.megatron.command_line.launch_line`), and the one place that
 holds them to the job. Its words are not Megatron-LM's and are dropped before those are read,
@@ -19,10 +20,15 @@ _FLAGS = {
     "mpirun": (("-np", "--np", "-n", "-c"), ("-npernode", "--npernode", "-N", "-ppn", "--ppn", "--map-by"), ()),
     "srun": (("-n", "--ntasks"), ("--ntasks-per-node",), ("-N", "--nodes")),
     "deepspeed": ((), ("--num_gpus", "--num-gpus"), ("--num_nodes", "--num-nodes")),
+    "horovodrun": (("-np", "--num-proc"), (), ()),
+    "accelerate": (("--num_processes", "--num-processes"), (), ("--num_machines", "--num-machines")),
+    "aprun": (("-n", "--pes"), ("-N", "--pes-per-node"), ()),
+    "flux": (("-n", "--ntasks"), ("--tasks-per-node",), ("-N", "--nodes")),
 }
 #: the words that start each launcher (``python -m torch.distributed.run`` starts torchrun)
 _NAMES = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun", "torch.distributed.run": "torchrun",
-          "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun", "deepspeed": "deepspeed"}
+          "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun", "deepspeed": "deepspeed",
+          **{name: name for name in ("horovodrun", "accelerate", "aprun", "flux")}}  # accelerate launch, flux run
 
 #: NCCL's variables that change how long a collective takes, each -> the fix: a launcher exports
 #: them (``mpirun -x NCCL_ALGO=Tree``, ``srun --export=ALL,NCCL_PROTO=Simple``, ``NCCL_ALGO=Tree
@@ -35,11 +41,13 @@ _TIMING_ENVIRONMENT = {
                      "NCCL_NTHREADS", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
                      "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE"),
                     "it is not modelled (the simulator runs NCCL's own choice)"),
+    "NCCL_PXN_DISABLE": "it is not modelled (a preset's cross-rail messages take NCCL's default route, PXN: "
+                        "simpy_astra/network/rails.py)",
 }
-#: NCCL's own value of a variable above, what it does unset (its guide: P2P, SHM and IB are
+#: NCCL's own value of a variable above, what it does unset (its guide: P2P, SHM, IB and PXN are
 #: disabled, CollNet enabled, by 1): exported so (``mpirun -x NCCL_IB_DISABLE=0``), it changes nothing
 _NCCL_OWN_VALUES = {"NCCL_IB_DISABLE": "0", "NCCL_P2P_DISABLE": "0", "NCCL_SHM_DISABLE": "0",
-                    "NCCL_COLLNET_ENABLE": "0"}
+                    "NCCL_COLLNET_ENABLE": "0", "NCCL_PXN_DISABLE": "0"}
 #: a variable named in a word: ``NAME=value``, ``-x NAME``, ``--export=ALL,NAME=value``
 _VARIABLE = re.compile(r"(?:^|[=,])([A-Z][A-Z0-9_]*)(?=$|[=,])")
 #: MPICH's and Intel MPI's flags that give a variable's name, then its value as the next word
@@ -52,9 +60,12 @@ _ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 
 
 def launcher_of(word: str) -> str | None:
-    """The launcher ``word`` starts (``torchrun``, ``/usr/bin/mpirun``; ``torch.distributed.run``
-    after ``python -m`` starts torchrun), or None."""
-    return _NAMES.get(word.rpartition("/")[2])
+    """The launcher ``word`` starts (``torchrun``, ``/usr/bin/mpirun``, ``mpiexec.hydra``;
+    ``torch.distributed.run`` after ``python -m`` starts torchrun), or None. An MPI's
+    ``mpirun``/``mpiexec`` is also installed under its implementation's name (``mpiexec.hydra``,
+    ``mpirun.openmpi``, ``mpiexec.mpich``): the same program and flags."""
+    name = word.rpartition("/")[2]
+    return _NAMES.get(name) or (_NAMES[name.partition(".")[0]] if name.partition(".")[0] in _MPI else None)
 
 
 def is_launcher(word: str) -> bool:
@@ -62,21 +73,34 @@ def is_launcher(word: str) -> bool:
     return launcher_of(word) is not None
 
 
+#: the MPI launchers installed under an implementation's suffix too
+_MPI = ("mpirun", "mpiexec", "orterun")
+
+#: a count as a range of what it may be (lowest, highest): an elastic ``--nnodes 1:4`` or
+#: Slurm's ``-N 2-4`` runs on any count within; ``2:2`` is 2
+Count = tuple[int, int]
+#: a count flag the launcher was not given (torchrun's then default to 1), unlike one given a word
+_ABSENT: Count = (-1, -1)
+_ONE: Count = (1, 1)
+
+
 @dataclass(frozen=True)
 class Launch:
-    """The GPUs a pasted launcher starts in all, a node, and its nodes, each None where it names
-    none, and how it says so (``--nproc_per_node 8 x --nnodes 4``)."""
+    """The GPUs a pasted launcher starts in all, a node, and its nodes, each a :data:`Count`, or
+    None where it names none (or gives a word, ``gpu``), and how it says so
+    (``--nproc_per_node 8 x --nnodes 4``)."""
 
-    total: int | None
-    per_node: int | None
-    nodes: int | None
+    total: Count | None
+    per_node: Count | None
+    nodes: Count | None
     how: str
 
 
 def read(launcher: list[str]) -> Launch | None:
     """What ``launcher`` (the words before ``pretrain_gpt.py``) starts; None where no launcher
-    is pasted or it names no count (``gpu``, an elastic ``1:4``). Of launchers nested (``srun
-    ... torchrun ...``) the last, which starts the workers, counts."""
+    is pasted or it names no count. A count it gives as a word (``--nproc_per_node gpu``) is
+    unknown, not absent: the others still count. Of launchers nested (``srun ... torchrun
+    ...``) the last, which starts the workers, counts."""
     kind, found = None, {}
     for i, word in enumerate(launcher):
         started = launcher_of(word)
@@ -86,16 +110,18 @@ def read(launcher: list[str]) -> Launch | None:
         given = _flag_and_value(kind, launcher, i) if kind else None
         if given is not None:
             found[given[0]] = given[1]
-    counts = {flag: _count(flag, value) for flag, value in found.items()}
-    if not kind or not found or None in counts.values():
+    if not kind or not found:
         return None
-    total, per_node, nodes = (next((counts[f] for f in flags if f in counts), None) for flags in _FLAGS[kind])
+    counts = {flag: _count(flag, value) for flag, value in found.items()}
+    total, per_node, nodes = (next((counts[f] for f in flags if f in counts), _ABSENT) for flags in _FLAGS[kind])
     if kind == "torchrun":  # its defaults: one node, one process on it
-        per_node, nodes = per_node or 1, nodes or 1
+        per_node, nodes = (_ONE if c is _ABSENT else c for c in (per_node, nodes))
+    total, per_node, nodes = (None if c is _ABSENT else c for c in (total, per_node, nodes))
     if total is None and per_node is not None and nodes is not None:
-        total = per_node * nodes
-    if per_node is None and total is not None and nodes and total % nodes == 0:
-        per_node = total // nodes  # srun -N 4 -n 16: 4 a node, as torchrun --nnodes 4 --nproc_per_node 4
+        total = (per_node[0] * nodes[0], per_node[1] * nodes[1])
+    if per_node is None and total is not None and nodes and nodes[0] == nodes[1] and total[0] == total[1] \
+            and total[0] % nodes[0] == 0:
+        per_node = (total[0] // nodes[0],) * 2  # srun -N 4 -n 16: 4 a node, as torchrun's
     return Launch(total, per_node, nodes, " x ".join(f"{flag} {found[flag]}" for flag in found))
 
 
@@ -111,12 +137,20 @@ def _flag_and_value(kind: str, launcher: list[str], i: int) -> tuple[str, str] |
     return None if flag == "--map-by" and not _PROCESSES_A_NODE.match(value) else (flag, value)
 
 
-def _count(flag: str, value: str) -> int | None:
-    """The count ``value`` gives (``ppr:8:node`` of ``--map-by``: 8), None where it is no count
-    (``gpu``, an elastic ``1:4``)."""
+def _count(flag: str, value: str) -> Count | None:
+    """The count ``value`` gives (``ppr:8:node`` of ``--map-by``: 8; an elastic ``1:4`` or
+    Slurm's ``2-4``: 1 to 4), None where it is no count (``gpu``)."""
     if flag == "--map-by":
-        return int(_PROCESSES_A_NODE.match(value).group(1))
-    return int(value) if value.isdigit() else None
+        return (int(_PROCESSES_A_NODE.match(value).group(1)),) * 2
+    ends = _RANGE.fullmatch(value)
+    if ends is None:
+        return None
+    low, high = int(ends.group(1)), int(ends.group(2) or ends.group(1))
+    return (low, high) if low <= high else None
+
+
+#: a count as a launcher writes it: ``8``, or a range, ``1:4`` (torchrun) or ``2-4`` (Slurm)
+_RANGE = re.compile(r"(\d+)(?:[:-](\d+))?")
 
 
 def _exported_value(launcher: list[str], i: int, name: str) -> str | None:
@@ -139,6 +173,8 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
     if launch is not None:
         _check_counts(launch, gpus, gpus_per_node, where, gpus_where or "its GPU count")
     for i, word in enumerate(launcher):
+        if _unset(launcher, i):  # env -u NCCL_ALGO: NCCL's own choice, as the simulator runs it
+            continue
         name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT and not (
             n in _NCCL_OWN_VALUES and _exported_value(launcher, i, n) == _NCCL_OWN_VALUES[n])), None)
         if name is not None:
@@ -149,17 +185,33 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
 
 def _check_counts(launch: Launch, gpus: int, gpus_per_node: int | None, where: str, gpus_where: str) -> None:
     """:func:`check`'s counts: the GPUs ``launch`` starts in all, a node, or on its nodes alone
-    (a node's GPUs each, the launcher's default), against the job's and the cluster's."""
-    if launch.total is not None and launch.total != gpus:
-        raise InputError(f"{where}: the pasted launcher starts {launch.total:,} GPUs ({launch.how}), but the job "
-                         f"runs on {gpus:,} ({gpus_where}); make them one count, or drop the launcher's words")
+    (a node's GPUs each, the launcher's default), against the job's and the cluster's; an
+    elastic count holds any of its range."""
+    job = f"the job runs on {gpus:,} ({gpus_where})"
+    if launch.total is not None and not launch.total[0] <= gpus <= launch.total[1]:
+        raise InputError(f"{where}: the pasted launcher starts {_shown(launch.total)} GPUs ({launch.how}), but {job}; "
+                         f"make them one count, or drop the launcher's words")
     if gpus_per_node is None:
         return
-    if launch.per_node not in (None, gpus_per_node):
-        raise InputError(f"{where}: the pasted launcher starts {launch.per_node} GPUs a node ({launch.how}), but "
-                         f"the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: {launch.per_node}, "
-                         f"or drop the launcher's words")
-    if launch.total is None and launch.nodes is not None and launch.nodes * gpus_per_node != gpus:
-        raise InputError(f"{where}: the pasted launcher starts {launch.nodes:,} nodes ({launch.how}), "
-                         f"{launch.nodes * gpus_per_node:,} GPUs at the cluster's {gpus_per_node} a node, but the "
-                         f"job runs on {gpus:,} ({gpus_where}); make them one count, or drop the launcher's words")
+    if launch.per_node is not None and not launch.per_node[0] <= gpus_per_node <= launch.per_node[1]:
+        raise InputError(f"{where}: the pasted launcher starts {_shown(launch.per_node)} GPUs a node ({launch.how}), "
+                         f"but the cluster's nodes hold {gpus_per_node}; give cluster.gpus_per_node: "
+                         f"{launch.per_node[0]}, or drop the launcher's words")
+    if launch.total is None and launch.nodes is not None:
+        filled = (launch.nodes[0] * gpus_per_node, launch.nodes[1] * gpus_per_node)  # a node's GPUs each, its default
+        if not filled[0] <= gpus <= filled[1]:
+            raise InputError(f"{where}: the pasted launcher starts {_shown(launch.nodes)} nodes ({launch.how}), "
+                             f"{_shown(filled)} GPUs at the cluster's {gpus_per_node} a node, but {job}; make them "
+                             f"one count, or drop the launcher's words")
+
+
+def _shown(count: Count) -> str:
+    """``16``, or an elastic range as ``8 to 32``."""
+    return f"{count[0]:,}" if count[0] == count[1] else f"{count[0]:,} to {count[1]:,}"
+
+
+def _unset(launcher: list[str], i: int) -> bool:
+    """``launcher[i]`` names a variable ``env`` removes (``env -u NAME``, ``env --unset=NAME``)."""
+    word = launcher[i]
+    return word.startswith("--unset=") or (i > 0 and launcher[i - 1] in ("-u", "--unset") and "=" not in word
+                                            and "env" in (w.rpartition("/")[2] for w in launcher[:i - 1]))

@@ -7,7 +7,8 @@ import argparse
 import functools
 import math
 
-from simpy_astra.workloads.megatron.argparser import Parser
+from simpy_astra.errors import non_ascii
+from simpy_astra.workloads.megatron.argparser import Parser, int_text_fix
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
@@ -224,7 +225,8 @@ def value_problem(flag: str, text: str) -> str | None:
     except argparse.ArgumentTypeError as exc:
         return str(exc)
     except (TypeError, ValueError):
-        return f"invalid {getattr(action.type, '__name__', 'value')} value"
+        fix = (int_text_fix(text) if action.type is int else "") or non_ascii(text)  # '4k', '1e-4' with U+2212
+        return f"invalid {getattr(action.type, '__name__', 'value')} value{fix}"
     if action.choices is not None and value not in action.choices:
         return f"invalid choice {text!r} (choose from {', '.join(map(str, action.choices))})"
     return range_problem(action, value)

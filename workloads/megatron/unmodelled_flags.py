@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.workloads.megatron import command_line
+from simpy_astra.workloads.megatron.argparser import int_text_fix
 
 #: arguments that cannot change a training step's time (in :data:`NO_TIMING_EFFECT`): today's
 #: config-generated ones, then older releases' logging, tokenizer, data, learning-rate and
@@ -234,7 +235,8 @@ def number(text: str, flag: str, kind: Callable[[str], int | float], where: str)
         return kind(text)
     except ValueError:
         command_line.unexpanded(text, f"{flag} {text}", where)
-        raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
+        fix = (int_text_fix(text) if kind is int else "") or non_ascii(text)  # 1e-4 pasted with a minus sign (U+2212)
+        raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}{fix}") from None
 
 
 #: a value of an accepted argument that does change a step's time, and what it is: the rest of

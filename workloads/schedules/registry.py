@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import itertools
 from collections import Counter
 from pathlib import Path
 
@@ -112,10 +113,17 @@ def _checked(name: str, fn: Schedule) -> Schedule:
         what = f"pipeline schedule '{name}'"
         try:
             order = fn(stage, pp, micro_batches, chunks, **costs)
-            if inspect.isgenerator(order):  # a generator function's tasks (yield Task(...)), in their order
-                order = list(order)
+            endless = inspect.isgenerator(order)  # a generator function's tasks (yield Task(...)), in their order
+            if endless:  # up to one past the most a stage runs: one that never returns stops there, not hangs
+                order = list(itertools.islice(order, _most_tasks(micro_batches, chunks) + 1))
+                endless = len(order) > _most_tasks(micro_batches, chunks)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
             raise PluginError(user_code_problem(what, exc), exc) from None
+        if endless:
+            raise PluginError(f"{what}: for stage {stage} of {pp} ({micro_batches} micro-batches, {chunks} chunk(s)) "
+                              f"it gave more than {_most_tasks(micro_batches, chunks):,} tasks, the most a stage runs "
+                              f"(each micro-batch of each chunk: FORWARD, then BACKWARD or BACKWARD_INPUT and "
+                              f"BACKWARD_WEIGHT); a generator that never returns? end its loop after the last task")
         if isinstance(order, list | tuple):  # numpy's ids (np.arange) as the ints they are
             order = [(t[0], users_int(t[1]), users_int(t[2])) if isinstance(t, tuple) and len(t) == 3 else t
                      for t in order]
@@ -128,6 +136,12 @@ def _checked(name: str, fn: Schedule) -> Schedule:
         return [Task(Kind(t[0]), t[1], t[2]) for t in order]
 
     return checked
+
+
+def _most_tasks(micro_batches: int, chunks: int) -> int:
+    """The most tasks a stage's order holds: three per micro-batch and chunk (a forward, an
+    input and a weight gradient); a generator that yields more never ends, or breaks the contract."""
+    return 3 * micro_batches * chunks
 
 
 def _out_of_contract(order: object, micro_batches: int, chunks: int) -> str:
