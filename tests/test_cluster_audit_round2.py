@@ -463,6 +463,10 @@ STEPS = [
     # first and last stages' tied embeddings synced 4 apart)
     ("dgx-a100-80gb", 16, "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --use-tp-pp-dp-mapping "
      "--DDP-impl local", _blocks(16, 4) | _blocks(16, 2, 8) | _blocks(16, 2, 4)),
+    # experts over ep 4 (tp 1): each expert's data-parallel group {r, r + 4, r + 8, r + 12}, two a node,
+    # beside the dense layers' all 16
+    ("dgx-h100", 16, "--num-experts 8 --expert-model-parallel-size 4 --moe-router-topk 2 --disable-bias-linear "
+     "--moe-token-dispatcher-type alltoall --DDP-impl local", _blocks(16, 16) | _blocks(16, 4, 4)),
     # tp 8 x pp 2: the pipeline's neighbours (and the embeddings' pairs) on two nodes; no data parallelism
     ("dgx-h100", 16, "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2", _blocks(16, 8) | _blocks(16, 2, 8)),
 ]

@@ -23,7 +23,7 @@ import sys
 import pytest
 
 from simpy_astra.simulation import Simulation
-from tests.test_cluster_placement import GIB, ROOT, _node
+from tests.test_cluster_placement import GIB, _node
 
 PRESETS = ("dgx-a100-80gb", "dgx-h100")
 #: a message the route's latencies dominate, and one its bandwidth does (an odd byte count)
