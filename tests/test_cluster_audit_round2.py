@@ -84,7 +84,8 @@ def _floor_ns(node: dict, kind: str, members, size: int, spine: float = 1.0) -> 
     worst = 0.0
     for k in on.values():
         out = {"all_reduce": 2 * (m - 1) / m * size, "reduce_scatter": (n - k) / n * size,
-               "all_gather": (n - k) * size, "all_to_all": k * (n - k) / n * size}[kind]
+               "all_gather": (n - k) * size, "all_to_all": k * (n - k) / n * size,
+               "broadcast": size}[kind]  # a broadcast: every node but the root's takes the buffer in
         worst = max(worst, out / (k * rail))
     return worst
 
@@ -427,8 +428,8 @@ def _step(tmp_path, monkeypatch, args: str, cluster: dict) -> tuple[Simulation, 
     seen: dict = {}
     timed = nccl_collectives.NcclAllReduce._duration_ns
 
-    def record(self, members, size, kind):
-        seen[(members, size, kind)] = took = timed(self, members, size, kind)
+    def record(self, members, size, kind, name=""):
+        seen[(members, size, kind)] = took = timed(self, members, size, kind, name)
         return took
 
     monkeypatch.setattr(nccl_collectives.NcclAllReduce, "_duration_ns", record)
@@ -462,6 +463,10 @@ STEPS = [
     # first and last stages' tied embeddings synced 4 apart)
     ("dgx-a100-80gb", 16, "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --use-tp-pp-dp-mapping "
      "--DDP-impl local", _blocks(16, 4) | _blocks(16, 2, 8) | _blocks(16, 2, 4)),
+    # experts over ep 4 (tp 1): each expert's data-parallel group {r, r + 4, r + 8, r + 12}, two a node,
+    # beside the dense layers' all 16
+    ("dgx-h100", 16, "--num-experts 8 --expert-model-parallel-size 4 --moe-router-topk 2 --disable-bias-linear "
+     "--moe-token-dispatcher-type alltoall --DDP-impl local", _blocks(16, 16) | _blocks(16, 4, 4)),
     # tp 8 x pp 2: the pipeline's neighbours (and the embeddings' pairs) on two nodes; no data parallelism
     ("dgx-h100", 16, "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2", _blocks(16, 8) | _blocks(16, 2, 8)),
 ]

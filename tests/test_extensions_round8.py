@@ -181,9 +181,10 @@ def test_nvls_forced_on_ones_own_node_without_it_names_the_preset_key(folder, ca
     scenario = _microbench(folder, preset, 4, collective="all_reduce", size=MIB, nccl_algo="nvls")
     [line] = error_lines(capsys, ["run", scenario])
     assert "cluster.nccl_algo: nvls needs NVSwitch-3" in line and "my-cluster.yaml: node.nvls is false" in line
-    # on nodes that have it, a data-parallel group of one GPU a node (tp 4 on nodes of 4) has no NVLS
-    tp4 = megatron_scenario(folder, GPT + " --tensor-model-parallel-size 4", "tp4.yaml", preset=preset,
-                            nccl_algo="nvls", nvls=True)
+    # on nodes that have it, a data-parallel group of one GPU a node (pp 4 in each node of 4 under
+    # Megatron's tp-pp-dp order; tp 1, so no get_batch broadcast stops NVLS first) has no NVLS
+    tp4 = megatron_scenario(folder, GPT + " --pipeline-model-parallel-size 4 --use-tp-pp-dp-mapping", "tp4.yaml",
+                            preset=preset, nccl_algo="nvls", nvls=True)
     [line] = error_lines(capsys, ["run", tp4])
     assert "no nvls for a group of 2 GPUs with one on each of 2 nodes" in line
 

@@ -300,10 +300,12 @@ def test_one_nccl_log_given_twice_is_refused(tmp_path, capsys, command):
 
 
 def test_a_forced_nvls_that_nccl_cannot_run_names_the_scenario(tmp_path, capsys):
-    # tp 8 on two H100 nodes: each data-parallel group is 2 GPUs, one a node, which NVLS (a
-    # reduction in one node's NVSwitch) cannot serve, and NCCL_ALGO=NVLS stops NCCL there. The
-    # error began "error: cluster.nccl_algo", naming no file
-    args = ARGS.replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 8")
+    # pp 8 on two H100 nodes (tp 1: no get_batch broadcast, which NCCL_ALGO=NVLS would stop at
+    # first): the tied embeddings' group {0, 14} is 2 GPUs, one a node, which NVLS (a reduction
+    # in one node's NVSwitch) cannot serve, and NCCL_ALGO=NVLS stops NCCL there. The error began
+    # "error: cluster.nccl_algo", naming no file
+    args = ARGS.replace("--num-layers 4", "--num-layers 8").replace("--tensor-model-parallel-size 2",
+                                                                     "--pipeline-model-parallel-size 8")
     path = _scenario(tmp_path, args, {"preset": "dgx-h100", "gpus": 16, "nccl_algo": "nvls"})
     assert main(["run", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

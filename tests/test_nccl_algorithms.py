@@ -390,23 +390,30 @@ def test_concurrent_all_reduces_on_a_group_queue():
 
 def test_forced_nvls_stops_on_a_group_with_one_gpu_a_node_as_nccl_does(tmp_path, capsys):
     """NVLS reduces in a node's NVSwitch, so NCCL offers it only to a group with several GPUs
-    of a node; with ``NCCL_ALGO=NVLS`` a data-parallel pair {0, 8} (tp 8 on two H100 nodes)
-    has no algorithm and NCCL stops. Forced here, the run stops with the field and the fix;
-    the same job's tensor-parallel all-reduces (8 GPUs of a node) alone run NVLS."""
-    args = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
-            "--max-position-embeddings 1024 --micro-batch-size 1 --tensor-model-parallel-size 8 --bf16")
-    def run(gpus: int, batch: int) -> int:
+    of a node; with ``NCCL_ALGO=NVLS`` a data-parallel pair {r, r + 8} (pp 8 in a node under
+    ``--use-tp-pp-dp-mapping`` on two H100 nodes) has no algorithm and NCCL stops. Forced here,
+    the run stops with the field and the fix; 8 data-parallel GPUs of one node run NVLS. At tp 8
+    the first collective NCCL cannot run is ``get_batch``'s broadcast over tp (NCCL's broadcast
+    is the ring alone), and the run names it."""
+    args = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+            "--max-position-embeddings 1024 --micro-batch-size 1 --bf16 --global-batch-size 8")
+
+    def run(gpus: int, extra: str) -> int:
         path = tmp_path / f"s{gpus}.yaml"
-        path.write_text(f'workload: {{generate: megatron, args: "{args} --global-batch-size {batch}"}}\n'
+        path.write_text(f'workload: {{generate: megatron, args: "{args} {extra}"}}\n'
                         f"cluster: {{preset: dgx-h100, gpus: {gpus}, nccl_algo: nvls}}\n")
         return main(["run", str(path), "--quiet", "--json-out", str(tmp_path / f"s{gpus}.json")])
 
-    assert run(8, 1) == 0
+    assert run(8, "") == 0
     capsys.readouterr()
-    assert run(16, 2) == 2
+    assert run(16, "--pipeline-model-parallel-size 8 --use-tp-pp-dp-mapping") == 2
     err = capsys.readouterr().err
     assert "cluster.nccl_algo: nvls: NCCL has no nvls for a group of 2 GPUs with one on each of 2 nodes" in err
     assert "leave nccl_algo out" in err and "Traceback" not in err
+    assert run(8, "--tensor-model-parallel-size 8") == 2
+    err = capsys.readouterr().err
+    assert "cluster.nccl_algo: nvls: NCCL runs broadcasts by its ring alone" in err
+    assert "node 'F0.c0.1.batch.tokens.broadcast', over a group of 8 GPUs" in err and "force ring" in err
 
 
 def test_an_all_reduces_group_is_every_npu_its_rings_reach_and_one_tuple_for_all_of_them():

@@ -29,7 +29,7 @@ destination's rail, :mod:`simpy_astra.network.rails`), at least
 
 * all-reduce: ``2 (m - 1) / m x S`` (every element crosses out and back in),
 * reduce-scatter: ``(n - k) / n x S``; all-gather (``S`` each member's piece): ``(n - k) x S``;
-  all-to-all: ``k (n - k) / n x S``,
+  all-to-all: ``k (n - k) / n x S``; broadcast: ``S`` (out of the root's node, into every other),
 
 over ``rails x`` the rail's bandwidth, the floor being the slowest node's (a group uneven over
 its nodes, tp 3's data-parallel groups with 3, 3 and 2 members a node, is held to its
