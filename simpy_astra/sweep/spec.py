@@ -51,9 +51,10 @@ from simpy_astra.plugins import module_files
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, one_line, point_words
 from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
+from simpy_astra.sweep.cluster_loads import ClusterLoads
 from simpy_astra.sweep.expressions import Expression, type_mismatch
 from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
-from simpy_astra.sweep.point_job import LoadedNodes, point_job
+from simpy_astra.sweep.point_job import point_job
 from simpy_astra.sweep.result_names import DEFAULT_REPORT, HIGHER_IS_BETTER, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints, SameRun
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
@@ -223,8 +224,8 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        seen, first, alike = set(), {}, AlikePoints()
-        clusters: dict[str, LoadedNodes] = {}  # each cluster the points name, loaded once
+        clusters = ClusterLoads()  # each cluster the points name, loaded once for the jobs and alike points
+        seen, first, alike = set(), {}, AlikePoints(clusters)
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
