@@ -42,7 +42,7 @@ class PointJob:
 
 def point_job(scenario: dict[str, Any], where: str, clusters: ClusterLoads | None = None) -> PointJob | None:
     """The Megatron job of ``scenario`` on its cluster's GPUs and nodes, its errors naming
-    ``where`` (the sweep file and the point) as ``SWEEP: point ...: workload``; None where the
+    ``where`` (the sweep file and the point) as ``SWEEP: point ...: workload.args``; None where the
     point is no Megatron job on a GPU count (it fails on its own, saying why). ``clusters``
     keeps each cluster loaded, for the next point: a sweep's points share a few."""
     args = megatron_args_of(scenario)
@@ -53,7 +53,7 @@ def point_job(scenario: dict[str, Any], where: str, clusters: ClusterLoads | Non
     nodes = _loaded(cluster, where, ClusterLoads() if clusters is None else clusters)
     per_node = nodes[1] if isinstance(nodes, tuple) else None
     try:
-        return PointJob(parse(args, gpus, f"{where}: workload", f"{where}: cluster.gpus", per_node), None, nodes)
+        return PointJob(parse(args, gpus, f"{where}: workload.args", f"{where}: cluster.gpus", per_node), None, nodes)
     except InputError as exc:  # an invalid layout too (InvalidConfigurationError is one)
         return PointJob(None, exc.with_traceback(None), nodes)  # not its parser's frames
 
