@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.cli.output_checks import _not_stdout
-from simpy_astra.cli.sweep_points import checked, print_list
+from simpy_astra.cli.sweep_points import WholePoints, checked, print_list, reads_whole_points
 from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
@@ -233,7 +233,10 @@ def _main(argv: list[str]) -> int:
     spec = load_sweep(args.sweep, tuple(args.plugin))
     for folder in spec.module_folders:  # a backend named module:attribute is found as a point's run finds it
         search_also(folder)
-    points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
+    # --list of axes beyond Megatron's flags loads each point as it is read (its job then at hand)
+    loaded = WholePoints(args.sweep) if args.list and reads_whole_points(spec) else None
+    # a line now and then: 10^5 points take a minute
+    points = spec.points(ExpansionProgress("checking" if loaded else "reading"), loaded)
     for warning in spec.warnings:  # after the points: their expansion may find more
         print(textwrap.fill(f"warning: {warning}", plain_width(), subsequent_indent="  ", break_on_hyphens=False),
               file=sys.stderr)
@@ -249,7 +252,7 @@ def _main(argv: list[str]) -> int:
         if given:  # a flag of running the points, read by nothing
             raise InputError(f"--list: prints the points and runs none, so {given[0]} would change nothing; leave "
                              f"out {given[0]} (or --list, to run the sweep)")
-        return print_list(points, args.sweep, spec)
+        return print_list(points, args.sweep, spec, loaded)
     _out_given(args.out)
     _not_stdout(args.out, "--out", "folder")
     made = _absent(args.out)

@@ -50,15 +50,16 @@ class AlikePoints:
         #: the points of a sweep share a few, each loaded once per expansion
         self._blocks: dict[str, tuple[str, int] | None] = {}
 
-    def add(self, point: Any, job: Any = None) -> None:
+    def add(self, point: Any, job: Any = None) -> bool:
         """``point`` (a sweep Point) joins the points unless one of them runs its step; ``job``:
-        its Megatron job as it was expanded (None: none, or refused), read here and not kept."""
+        its Megatron job as it was expanded (None: none, or refused), read here and not kept.
+        Whether it joined (in its own place, or in that of one alike that it stands for)."""
         key = run_key(point.scenario, self._reads, self._blocks, job, self._clusters)
         self.order.append(point.key)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings, key.cluster)
             self.points.append(point)
-            return
+            return True
         at, warned, read = self._at[key.text]
         (kept, kept_read), (dropped, dropped_read) = (self.points[at], read), (point, key.cluster)
         if key.warnings < warned:  # the earlier point's place, the later one's writing
@@ -66,6 +67,7 @@ class AlikePoints:
             self.points[at], self._at[key.text] = point, (at, key.warnings, key.cluster)
         why = why_alike(kept.scenario, dropped.scenario, (kept_read, dropped_read))
         self._pairs.setdefault(why, []).append((dropped, at))
+        return kept is point
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
