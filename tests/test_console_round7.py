@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simpy_astra.cli.main import main
 
@@ -31,3 +32,18 @@ def test_a_quiet_runs_headline_keeps_its_exposed_comm_where_80_columns_hold_it(m
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["run", str(SCENARIOS / "default.yaml"), "--quiet"]) == 0
     assert capsys.readouterr().out == "iteration time 142,780 ns (last: NPU 0 of 8, exposed comm 117,780 ns)\n"
+
+
+def test_a_large_runs_notes_of_npus_not_shown_are_within_a_narrow_pipes_width(tmp_path, monkeypatch, capsys):
+    # 64 NPUs on a ring: the timeline and the summary show 16; the timeline's note of the rest
+    # was 64 columns at COLUMNS=60
+    monkeypatch.setenv("COLUMNS", "60")
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    doc["workload"] = {"generate": "microbench", "collective": "all_reduce", "size": 1048576, "num_npus": 64}
+    doc["network"]["npus_count"] = [64]
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(doc))
+    assert main(["run", str(scenario)]) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "NPUs not shown; --trace-out --trace-npus LIST shows" in err
+    assert max(len(line) for line in err.splitlines()) <= 60
