@@ -47,3 +47,20 @@ def test_a_large_runs_notes_of_npus_not_shown_are_within_a_narrow_pipes_width(tm
     err = capsys.readouterr().err
     assert "NPUs not shown; --trace-out --trace-npus LIST shows" in err
     assert max(len(line) for line in err.splitlines()) <= 60
+
+
+def test_a_sweeps_last_lines_name_its_plots_within_a_narrow_pipes_width(tmp_path, monkeypatch, capsys):
+    # 'wrote DIR/results.csv and DIR/best.json in 2.6 s' (62 columns at COLUMNS=60) said nothing
+    # of the four plots beside them, and 'N point(s) warned: ...' was 64 columns
+    monkeypatch.setenv("COLUMNS", "60")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": str(SCENARIOS / "default.yaml"),
+                                     "axes": {"network.bandwidth": [50, 100]}, "minimise": "finish_ns"}))
+    out = tmp_path / "o"
+    assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    at = lines.index(f"wrote {out}/results.csv and {out}/best.json")
+    said = " ".join(" ".join(lines[at + 1:]).split())
+    plots = sorted(p.name for p in out.glob("*.png"))
+    assert plots and said.startswith(f"and {len(plots)} plots (") and all(name in said for name in plots)
+    assert max(len(line) for line in lines if str(out) not in line) <= 60  # (a path stays whole, for grep)

@@ -314,8 +314,10 @@ def _connect(address: str, made: list[str]) -> Any:
         raise
 
 
-def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary: dict, interrupted: bool) -> bool:
-    """The sweep's plots, unless --no-plots or interrupted; True when skipped for want of matplotlib."""
+def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary: dict,
+                 interrupted: bool) -> list[str] | None:
+    """The sweep's plots, unless --no-plots or interrupted: the files written, None when skipped
+    for want of matplotlib."""
     import importlib.util
 
     from simpy_astra.sweep.best import best_keys
@@ -326,10 +328,10 @@ def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary:
         from simpy_astra.sweep.plots import write_plots
 
         try:
-            write_plots(spec, done, args.out, best_keys(summary))
+            return write_plots(spec, done, args.out, best_keys(summary))
         except OSError as exc:
             raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
-    return skipped_plots
+    return None if skipped_plots else []
 
 
 def _say(out: Any, text: str, markup: str | None = None) -> None:
@@ -423,7 +425,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     write_best(args.out, summary)
     print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted, answer=Output(sys.stdout))
     sys.stdout.flush()  # the answer (stdout, as run's) before the plots' seconds and stderr's lines below it
-    skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
+    plotted = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
         rest = f": {len(done)} of {len(points)} points saved in {store.csv_path}"
@@ -452,7 +454,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"their errors), e.g. {printable(next(o for o in done if not o.invalid).figures['error'])}",
               file=sys.stderr)
         return EXIT_ALL_FAILED
-    out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))} in {wall_s:.1f} s"
-             + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"
-                if skipped_plots else ""))
+    # the paths whole on their line (for grep), the rest within the width: the plots went unnamed
+    out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))}")
+    plots = ("skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')" if plotted is None
+             else f"and {len(plotted)} plots ({', '.join(escaped(os.path.basename(p)) for p in plotted)})"
+             if plotted else "")
+    _say(out, f"  {plots + '; ' if plots else ''}{wall_s:.1f} s in all")
     return 0

@@ -103,7 +103,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
     warned = sum(1 for o in done if o.figures.get("warnings"))
     if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
-        out.line(f"{warned} point(s) warned: results.csv's warnings column has their words")
+        out.prose(f"{warned} point(s) warned: results.csv's warnings column has their words")  # within COLUMNS=60
     # a line per rule, as --list says them (eight points of one rule made three alike lines and
     # '... and 5 more'); the rule only: results.csv has Megatron's whole reason
     by_rule: dict[str, list[Outcome]] = {}
