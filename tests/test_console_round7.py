@@ -59,8 +59,30 @@ def test_a_sweeps_last_lines_name_its_plots_within_a_narrow_pipes_width(tmp_path
     out = tmp_path / "o"
     assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1"]) == 0
     lines = capsys.readouterr().err.splitlines()
-    at = lines.index(f"wrote {out}/results.csv and {out}/best.json")
-    said = " ".join(" ".join(lines[at + 1:]).split())
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"wrote {out}/results.csv"))
+    said = " ".join(" ".join(lines[at:]).split()).removeprefix(f"wrote {out}/results.csv and {out}/best.json ")
     plots = sorted(p.name for p in out.glob("*.png"))
     assert plots and said.startswith(f"and {len(plots)} plots (") and all(name in said for name in plots)
     assert max(len(line) for line in lines if str(out) not in line) <= 60  # (a path stays whole, for grep)
+
+
+def test_a_sweeps_objective_stays_in_the_first_table_and_its_best_line_keeps_the_expression_whole(
+        tmp_path, monkeypatch, capsys):
+    # cost_topology reports [finish_ns, cost_usd, finish_ns * cost_usd] and minimises the last:
+    # at COLUMNS=60 the column that orders the rows went to the table below the coordinates,
+    # and its best line broke 'finish_ns *' from 'cost_usd = ...'
+    monkeypatch.setenv("COLUMNS", "60")
+    out = tmp_path / "o"
+    assert main(["sweep", str(SCENARIOS / "sweeps" / "cost_topology.yaml"), "--out", str(out), "--no-plots"]) == 0
+    captured = capsys.readouterr()
+    best = captured.out.splitlines()
+    assert best[0].startswith("best: fabric=") and best[1].startswith("  -> finish_ns * cost_usd = ")
+    err = captured.err.splitlines()
+    first = err.index("best 12 by finish_ns * cost_usd")
+    assert err[first + 1].split() == ["#", "fabric", "bandwidth", "finish_ns", "*", "cost_usd"]
+    below = err.index("best 12 by finish_ns * cost_usd (continued)")
+    assert err[below + 1].split() == ["#", "finish_ns", "cost_usd"]
+    # each row's objective is the product of its figures in the table below
+    for row, rest in zip(err[first + 2:first + 14], err[below + 2:below + 14], strict=True):
+        finish, cost = (int(v.replace(",", "")) for v in rest.split()[1:])
+        assert int(row.split()[-1].replace(",", "")) == finish * cost

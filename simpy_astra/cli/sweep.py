@@ -454,10 +454,20 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"their errors), e.g. {printable(next(o for o in done if not o.invalid).figures['error'])}",
               file=sys.stderr)
         return EXIT_ALL_FAILED
-    # the paths whole on their line (for grep), the rest within the width: the plots went unnamed
-    out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))}")
+    _wrote(out, store.csv_path, os.path.join(args.out, "best.json"), plotted, wall_s)
+    return 0
+
+
+def _wrote(out: Any, csv_path: str, best_path: str, plotted: list[str] | None, wall_s: float) -> None:
+    """The sweep's last lines: the files it wrote, each path whole on its line (for grep), the
+    rest within the width (the plots went unnamed, and the line was 62 columns at COLUMNS=60)."""
+    from simpy_astra.report.widths import text_width
+
+    csv_path, best_path = escaped(csv_path), escaped(best_path)
+    wrote = f"wrote {csv_path} and {best_path}"
+    for line in [wrote] if text_width(wrote) <= out.width else [f"wrote {csv_path}", f"  and {best_path}"]:
+        out.line(line)
     plots = ("skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')" if plotted is None
              else f"and {len(plotted)} plots ({', '.join(escaped(os.path.basename(p)) for p in plotted)})"
              if plotted else "")
     _say(out, f"  {plots + '; ' if plots else ''}{wall_s:.1f} s in all")
-    return 0

@@ -79,12 +79,15 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
            f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
            + f", {wall_s:.1f} s" + (", interrupted" if interrupted else ""), "")
     title = f"best {shown}{per} by {spec.goals.objective.text}"  # short: a table's title fits 80 columns
-    values = [[_report(spec, o, e) for e in spec.goals.report] for o in ranked]
-    digits = [_digits([row[i] for row in values]) for i in range(len(spec.goals.report))]
+    # the objective, which orders the rows, first of the figures: last of report: it was split away
+    # into the table below at COLUMNS=60 (cost_topology's 'finish_ns * cost_usd')
+    report = sorted(spec.goals.report, key=lambda e: e.text != spec.goals.objective.text)
+    values = [[_report(spec, o, e) for e in report] for o in ranked]
+    digits = [_digits([row[i] for row in values]) for i in range(len(report))]
     rows = [[shown_value(o.point.coordinates[a.column]) for a in spec.axes]
             + [_number(v, d) for v, d in zip(row, digits, strict=True)] for o, row in zip(ranked, values, strict=True)]
-    headers = [a.name for a in spec.axes] + [e.text for e in spec.goals.report]
-    align = ["left"] * len(spec.axes) + ["right"] * len(spec.goals.report)
+    headers = [a.name for a in spec.axes] + [e.text for e in report]
+    align = ["left"] * len(spec.axes) + ["right"] * len(report)
     # never let a point that does not fit pass unseen (unless the report shows fits already):
     # beside the coordinates, in the first table, since it orders the rows (a faster point
     # ranked below slower ones read as wrong while its 'NO' was in the table below)
@@ -238,10 +241,14 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
     else:
         # the arrow stays with its figure, which is one piece unless it is a long expression
-        # (then only its number and unit or '=' stay together)
+        # (then its '=' and number stay together, and the expression too where it is short:
+        # 'finish_ns *' ended a line, 'cost_usd = 3,893,712,000' began the next)
         words = figure.split(" ")
         kept = len(words) if len(figure) <= plain_width() // 2 else 2
-        figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
+        said = words[:-kept]
+        if len(" ".join(said)) <= plain_width() // 2:
+            said = ["\u00a0".join(said)] if said else []
+        figure = " ".join(said + ["\u00a0".join(words[-kept:])])
         # a coordinate is cut only where it is longer than a line (a bundle's 100-letter name)
         for line in wrapped(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  "):
             out.line(line.replace("\u00a0", " "))
