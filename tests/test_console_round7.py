@@ -86,3 +86,13 @@ def test_a_sweeps_objective_stays_in_the_first_table_and_its_best_line_keeps_the
     for row, rest in zip(err[first + 2:first + 14], err[below + 2:below + 14], strict=True):
         finish, cost = (int(v.replace(",", "")) for v in rest.split()[1:])
         assert int(row.split()[-1].replace(",", "")) == finish * cost
+
+
+def test_lists_count_and_rule_lines_are_within_a_narrow_pipes_width(monkeypatch, capsys):
+    # megatron_layouts --list at COLUMNS=60: its first line was 72 columns, its rule's 67
+    monkeypatch.setenv("COLUMNS", "60")
+    assert main(["sweep", str(SCENARIOS / "sweeps" / "megatron_layouts.yaml"), "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 60
+    assert lines[0].startswith("24 points, 8 invalid ")
+    assert lines[-2:] == ["invalid: 8 point(s) break the rule", "  'gpus divisible by tp x pp x cp'"]

@@ -4,6 +4,7 @@ inputs its run would refuse: will fail), and what ``sweep --list`` prints of the
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -91,16 +92,19 @@ def print_list(points: list[Point], sweep: str, spec: SweepSpec, loaded: WholePo
 
     refused, failing = checked(points, sweep, loaded)
     count = sum(1 for r in refused.values() if r)
-    print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
-          + (f", {count} invalid (each breaks a rule named below; they will not run)" if count else ""))
+    # within the width, as the points' lines (72 and 67 columns at COLUMNS=60): the count first
+    fill = functools.partial(textwrap.fill, width=plain_width(), subsequent_indent="  ", break_on_hyphens=False)
+    print(fill(f"{len(points)} point{'s' if len(points) != 1 else ''}"
+               + (f", {count} invalid (each breaks a rule named below; they will not run)" if count else "")))
     for p in points:
         mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
         print(point_line(p.key, point_words(spec.axes, p.coordinates), mark))
     rules = [r["rule"] for r in refused.values() if r]
     for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
-        print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
+        whole = rule.replace(" ", "\u00a0")  # the rule's name on one line
+        print(fill(f"invalid: {rules.count(rule)} point(s) break the rule '{whole}'").replace("\u00a0", " "))
     for key, failure in list(failing.items())[:3]:  # the first few, each in full
-        print(textwrap.fill(f"will fail: {key}: {failure}", plain_width(), subsequent_indent="  ", break_on_hyphens=False))
+        print(fill(f"will fail: {key}: {failure}"))
     if len(failing) > 3:
         print(f"will fail: {len(failing) - 3} more point(s) (run them for their errors)")
     return 0
