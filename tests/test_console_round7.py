@@ -3,12 +3,14 @@ run in a pipe and on a terminal at COLUMNS 60 and 80."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.scenario_files import megatron_sweep
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -96,3 +98,23 @@ def test_lists_count_and_rule_lines_are_within_a_narrow_pipes_width(monkeypatch,
     assert max(len(line) for line in lines) <= 60
     assert lines[0].startswith("24 points, 8 invalid ")
     assert lines[-2:] == ["invalid: 8 point(s) break the rule", "  'gpus divisible by tp x pp x cp'"]
+
+
+def test_a_megatron_sweeps_lines_are_within_a_narrow_pipes_width(tmp_path, monkeypatch, capsys):
+    # megatron_layouts at COLUMNS=60: the best point's step line was 72 columns, the line of
+    # points that do not fit 76, "0 already in DIR/results.csv; 8 invalid, not run" 66, and the
+    # rule broke as 'gpus divisible by tp x pp' / 'x cp'
+    monkeypatch.setenv("COLUMNS", "60")
+    sweep = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 3],
+                                      "workload.args.micro-batch-size": [1, 2]},
+                           cluster={"preset": "dgx-a100-80gb", "gpus": 16}, memory_cap_gb=1.5)
+    out = tmp_path / "a-folder-named-at-some-length" / "out"
+    assert main(["sweep", sweep, "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    best = captured.out.splitlines()
+    assert max(len(line) for line in best) <= 60
+    assert any(re.search(r"^    [\d.]+ of 80 GiB \(fits\)$|, [\d.]+ of 80 GiB \(fits\)$", line) for line in best), best
+    err = captured.err.splitlines()
+    assert max(len(line) for line in err if str(out) not in line) <= 60
+    assert f"0 already in {out}/results.csv" in err and "  2 invalid, not run" in err
+    assert any("'gpus divisible by tp x pp x cp'" in line for line in err)

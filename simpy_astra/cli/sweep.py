@@ -396,8 +396,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local process{'es' if jobs != 1 else ''}"
     # two lines, the first wrapped within 80 columns whatever the names (the path is on the second)
     _say(out, f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
-    out.line(f"{len(points) - len(todo)} already in {escaped(store.csv_path)}"
-             + (f"; {invalid} invalid, not run" if invalid else ""))
+    _already(out, len(points) - len(todo), store.csv_path, invalid)
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs
@@ -456,6 +455,17 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         return EXIT_ALL_FAILED
     _wrote(out, store.csv_path, os.path.join(args.out, "best.json"), plotted, wall_s)
     return 0
+
+
+def _already(out: Any, done: int, csv_path: str, invalid: int) -> None:
+    """How many points results.csv holds already, and how many are invalid: the path whole on
+    its line (for grep), what follows it on a line of its own where the line cannot hold both
+    (66 columns at COLUMNS=60)."""
+    from simpy_astra.report.widths import text_width
+
+    already, rest = f"{done} already in {escaped(csv_path)}", f"; {invalid} invalid, not run" if invalid else ""
+    for line in [already + rest] if text_width(already + rest) <= out.width else [already, f"  {rest[2:]}"]:
+        out.line(line)
 
 
 def _wrote(out: Any, csv_path: str, best_path: str, plotted: list[str] | None, wall_s: float) -> None:

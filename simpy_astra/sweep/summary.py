@@ -3,6 +3,7 @@ or a log file), and the winners."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -103,7 +104,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         out.table(title, headers, rows, align=align, key=0)
     left_out = summary.get("left_out_not_fitting") or 0
     if left_out:
-        out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
+        out.prose(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
     warned = sum(1 for o in done if o.figures.get("warnings"))
     if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
         out.prose(f"{warned} point(s) warned: results.csv's warnings column has their words")  # within COLUMNS=60
@@ -115,6 +116,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     shown_rules = 3 if len(by_rule) > 4 else 4  # '... and 1 more rules' took the line its rule needed
     for rule, points in list(by_rule.items())[:shown_rules]:
         first = " ".join(point_words(spec.axes, points[0].point.coordinates))
+        rule = rule.replace(" ", "\u00a0")  # its name on one line ('... tp x pp' / 'x cp' at COLUMNS=60)
         if len(points) == 1:
             _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
         else:  # the example point kept on one line where it fits one, else broken between coordinates
@@ -259,7 +261,12 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         return
     named.add(entry.get("key"))
     if figures.get("iteration_time_ns") is not None:
-        out.line("  " + _training_line(figures))
+        # within the width, as the memory line below (72 columns at COLUMNS=60), a number kept
+        # with its unit ('1.9 of 80 GiB')
+        said = re.sub(r"(?<=\d) (?=of \d|GiB|TFLOP/s|m?s\b)|(?<= of) (?=\d)", "\u00a0", _training_line(figures))
+        for line in textwrap.wrap(said, plain_width(), initial_indent="  ", subsequent_indent="    ") \
+                if out.console is None else ["  " + said]:
+            out.line(line.replace("\u00a0", " "))
         parts = _memory_parts(figures)
         if parts:
             for line in textwrap.wrap(parts, plain_width(), initial_indent="  ", subsequent_indent="    "):
