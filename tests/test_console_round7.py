@@ -118,3 +118,16 @@ def test_a_megatron_sweeps_lines_are_within_a_narrow_pipes_width(tmp_path, monke
     assert max(len(line) for line in err if str(out) not in line) <= 60
     assert f"0 already in {out}/results.csv" in err and "  2 invalid, not run" in err
     assert any("'gpus divisible by tp x pp x cp'" in line for line in err)
+
+
+def test_the_overview_is_within_a_narrow_terminals_width(monkeypatch, capsys):
+    # 'simpy-astra --help' at COLUMNS=60: its prose and command lines were written for 80 (75 to
+    # 80 columns); argparse's own part below wraps to the width
+    monkeypatch.setenv("COLUMNS", "60")
+    assert main(["--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    overview = lines[:lines.index("ASTRA-sim's flag form (its binary's flags: scripts switch by")]
+    assert max(len(line) for line in overview) <= 60
+    at = overview.index("commands:")
+    assert overview[at + 1].split()[:2] == ["run", "SCENARIO.yaml"]
+    assert " ".join(" ".join(overview[at + 1:at + 3]).split()) == "run SCENARIO.yaml simulate a scenario (the default)"
