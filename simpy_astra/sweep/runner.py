@@ -385,6 +385,7 @@ def connect_cluster(address: str) -> Any:
         client.close()
         raise InputError(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
                          f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
+    return client  # (none returned: the sweep said it ran on the cluster and ran every point here)
 
 
 def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
