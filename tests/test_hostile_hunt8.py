@@ -542,7 +542,9 @@ def test_a_scenario_given_as_the_network_configuration_says_so(tmp_path, capsys)
 
 def test_list_asks_for_its_progress_line_after_every_point_it_loads(tmp_path, capsys, monkeypatch):
     # it asked every 64 points: loading a cold 1,536-GPU Megatron point takes 0.3 s, so 64 of
-    # them went 19 s without a sign of life
+    # them went 19 s without a sign of life (they are loaded as the points are read: the
+    # line is the expansion's, made in cli/sweep.py)
+    from simpy_astra.cli import sweep as sweep_command
     from simpy_astra.cli import sweep_points
 
     asked: list[tuple[str, int]] = []
@@ -555,6 +557,7 @@ def test_list_asks_for_its_progress_line_after_every_point_it_loads(tmp_path, ca
             asked.append((self.what, done))
 
     monkeypatch.setattr(sweep_points, "ExpansionProgress", Recorder)
+    monkeypatch.setattr(sweep_command, "ExpansionProgress", Recorder)
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [25, 50, 100]}}))
     assert main(["sweep", str(sweep), "--list"]) == 0

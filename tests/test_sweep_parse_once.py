@@ -34,6 +34,28 @@ def test_list_parses_each_points_command_line_once(tmp_path, capsys, jobs_built)
     assert len(jobs_built) == 8
 
 
+def test_list_of_axes_beyond_megatrons_flags_parses_each_point_once(tmp_path, capsys, jobs_built):
+    # a cluster axis: --list reads each point with the scenario loader too, whose generator
+    # parsed the command line again (8 parses of 4 points); it reads the job of the expansion
+    sweep = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2],
+                                      "cluster.nccl_algo": ["ring", "tree"]})
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert capsys.readouterr().out.startswith("4 points\n")
+    assert len(jobs_built) == 4
+
+
+def test_a_point_loaded_as_it_is_expanded_is_marked_in_the_loaders_words(tmp_path, capsys):
+    # the loader reads each point as it is expanded: what only it refuses (a system beside the
+    # cluster that lacks a key) still marks the point, in its run's words
+    sweep = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2],
+                                      "system.active-chunks-per-dimension": [1]})
+    assert main(["sweep", sweep, "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.endswith("  will fail") for line in lines[1:3]] == [True, True]
+    out = " ".join(" ".join(lines).split())
+    assert "system.active-chunks-per-dimension=1: system: beside cluster: it replaces the preset's whole system" in out
+
+
 def test_a_refused_points_reason_is_the_one_its_parse_gave(tmp_path, capsys, jobs_built):
     # tp 3 does not divide 16 GPUs: one parse marks it invalid, with Megatron's rule
     sweep = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [2, 3]})

@@ -60,21 +60,33 @@ def generator_kinds() -> str:
 
 
 def overview() -> str:
-    """The command list, then the ASTRA-sim flag form: what a first-time user needs to start."""
+    """The command list, then the ASTRA-sim flag form: what a first-time user needs to start;
+    within the terminal's (or ``COLUMNS``') width, 80 at most, as argparse's help is (it was
+    written for 80: lines of 75 to 80 columns at COLUMNS=60)."""
+    import shutil
+    import textwrap
+
+    columns = min(80, shutil.get_terminal_size().columns)
     width = max(len(f"{name} {args}") for name, args, _ in COMMAND_LINES)
+
+    def fill(text: str) -> list[str]:
+        return textwrap.wrap(text, columns, break_on_hyphens=False, break_long_words=False)
+
     lines = ["usage: simpy-astra COMMAND [ARGS]", "       simpy-astra SCENARIO.yaml",
-             "       simpy-astra FLAGS (ASTRA-sim's form, below)",
-             "", "Simulate distributed ML training: a Megatron-LM step on a cluster preset (a",
-             "scenario with cluster:, docs/megatron.md), or ASTRA-sim 2.0's inputs, figure for",
-             "figure.",
-             "", "commands:"]
-    lines += [f"  {f'{name} {args}':<{width}}  {what}" for name, args, what in COMMAND_LINES]
-    lines += ["", f"generate's kinds: {generator_kinds()}"]
-    lines += ["", "Each command has its own --help: run --help lists the scenario fields and the",
-              "network backends; generate --help and convert --help list their kinds.",
-              f"{DEBUG_FLAG} (any command): the traceback of an error raised by your plugin code.",
-              "--version: print the version and stop.",
-              "", "ASTRA-sim's flag form (its binary's flags: scripts switch by changing the path):", ""]
+             "       simpy-astra FLAGS (ASTRA-sim's form, below)", ""]
+    lines += fill("Simulate distributed ML training: a Megatron-LM step on a cluster preset (a scenario with "
+                  "cluster:, docs/megatron.md), or ASTRA-sim 2.0's inputs, figure for figure.")
+    lines += ["", "commands:"]
+    for name, args, what in COMMAND_LINES:  # what it does beside it, or below it where the line is narrow
+        said = textwrap.wrap(what, columns - width - 4, break_on_hyphens=False)
+        lines += [f"  {f'{name} {args}':<{width}}  {said[0]}", *(" " * (width + 4) + more for more in said[1:])] \
+            if columns - width - 4 >= 24 else [f"  {name} {args}", *fill(f"      {what}")]
+    lines += ["", *fill(f"generate's kinds: {generator_kinds()}"), ""]
+    lines += fill("Each command has its own --help: run --help lists the scenario fields and the network "
+                  "backends; generate --help and convert --help list their kinds.")
+    lines += fill(f"{DEBUG_FLAG} (any command): the traceback of an error raised by your plugin code.")
+    lines += ["--version: print the version and stop.", ""]
+    lines += fill("ASTRA-sim's flag form (its binary's flags: scripts switch by changing the path):") + [""]
     from simpy_astra.cli.run import astra_help
 
     return "\n".join(lines) + "\n" + astra_help()

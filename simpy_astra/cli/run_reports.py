@@ -108,8 +108,9 @@ def _local_memory_note(done: Finished) -> None:
 
 def _headline(done: Finished) -> None:
     from simpy_astra.report.answer import headline
+    from simpy_astra.report.console import Output
 
-    print(headline(done.reports, done.training), flush=True)
+    print(headline(done.reports, done.training, Output(sys.stdout).width), flush=True)
 
 
 def _fit_warning(done: Finished) -> None:
@@ -243,7 +244,7 @@ def _summary(done: Finished) -> None:
 
         print_breakdown(done.breakdowns, out)
         # ASTRA-sim inputs' answer, the step's time, last: stdout's reference lines hold it per NPU
-        answer = headline(done.reports)
+        answer = headline(done.reports, width=out.width)
         out.line(answer, f"[bold]{answer}[/bold]")
 
 

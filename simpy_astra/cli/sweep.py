@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.cli.output_checks import _not_stdout
-from simpy_astra.cli.sweep_points import checked, print_list
+from simpy_astra.cli.sweep_points import WholePoints, checked, print_list, reads_whole_points
 from simpy_astra.config.yaml_reader import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
@@ -233,7 +233,10 @@ def _main(argv: list[str]) -> int:
     spec = load_sweep(args.sweep, tuple(args.plugin))
     for folder in spec.module_folders:  # a backend named module:attribute is found as a point's run finds it
         search_also(folder)
-    points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
+    # --list of axes beyond Megatron's flags loads each point as it is read (its job then at hand)
+    loaded = WholePoints(args.sweep) if args.list and reads_whole_points(spec) else None
+    # a line now and then: 10^5 points take a minute
+    points = spec.points(ExpansionProgress("checking" if loaded else "reading"), loaded)
     for warning in spec.warnings:  # after the points: their expansion may find more
         print(textwrap.fill(f"warning: {warning}", plain_width(), subsequent_indent="  ", break_on_hyphens=False),
               file=sys.stderr)
@@ -249,7 +252,7 @@ def _main(argv: list[str]) -> int:
         if given:  # a flag of running the points, read by nothing
             raise InputError(f"--list: prints the points and runs none, so {given[0]} would change nothing; leave "
                              f"out {given[0]} (or --list, to run the sweep)")
-        return print_list(points, args.sweep, spec)
+        return print_list(points, args.sweep, spec, loaded)
     _out_given(args.out)
     _not_stdout(args.out, "--out", "folder")
     made = _absent(args.out)
@@ -311,8 +314,10 @@ def _connect(address: str, made: list[str]) -> Any:
         raise
 
 
-def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary: dict, interrupted: bool) -> bool:
-    """The sweep's plots, unless --no-plots or interrupted; True when skipped for want of matplotlib."""
+def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary: dict,
+                 interrupted: bool) -> list[str] | None:
+    """The sweep's plots, unless --no-plots or interrupted: the files written, None when skipped
+    for want of matplotlib."""
     import importlib.util
 
     from simpy_astra.sweep.best import best_keys
@@ -323,10 +328,10 @@ def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary:
         from simpy_astra.sweep.plots import write_plots
 
         try:
-            write_plots(spec, done, args.out, best_keys(summary))
+            return write_plots(spec, done, args.out, best_keys(summary))
         except OSError as exc:
             raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
-    return skipped_plots
+    return None if skipped_plots else []
 
 
 def _say(out: Any, text: str, markup: str | None = None) -> None:
@@ -391,8 +396,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local process{'es' if jobs != 1 else ''}"
     # two lines, the first wrapped within 80 columns whatever the names (the path is on the second)
     _say(out, f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
-    out.line(f"{len(points) - len(todo)} already in {escaped(store.csv_path)}"
-             + (f"; {invalid} invalid, not run" if invalid else ""))
+    _already(out, len(points) - len(todo), store.csv_path, invalid)
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs
@@ -420,7 +424,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     write_best(args.out, summary)
     print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted, answer=Output(sys.stdout))
     sys.stdout.flush()  # the answer (stdout, as run's) before the plots' seconds and stderr's lines below it
-    skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
+    plotted = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
         rest = f": {len(done)} of {len(points)} points saved in {store.csv_path}"
@@ -449,7 +453,31 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"their errors), e.g. {printable(next(o for o in done if not o.invalid).figures['error'])}",
               file=sys.stderr)
         return EXIT_ALL_FAILED
-    out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))} in {wall_s:.1f} s"
-             + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"
-                if skipped_plots else ""))
+    _wrote(out, store.csv_path, os.path.join(args.out, "best.json"), plotted, wall_s)
     return 0
+
+
+def _already(out: Any, done: int, csv_path: str, invalid: int) -> None:
+    """How many points results.csv holds already, and how many are invalid: the path whole on
+    its line (for grep), what follows it on a line of its own where the line cannot hold both
+    (66 columns at COLUMNS=60)."""
+    from simpy_astra.report.widths import text_width
+
+    already, rest = f"{done} already in {escaped(csv_path)}", f"; {invalid} invalid, not run" if invalid else ""
+    for line in [already + rest] if text_width(already + rest) <= out.width else [already, f"  {rest[2:]}"]:
+        out.line(line)
+
+
+def _wrote(out: Any, csv_path: str, best_path: str, plotted: list[str] | None, wall_s: float) -> None:
+    """The sweep's last lines: the files it wrote, each path whole on its line (for grep), the
+    rest within the width (the plots went unnamed, and the line was 62 columns at COLUMNS=60)."""
+    from simpy_astra.report.widths import text_width
+
+    csv_path, best_path = escaped(csv_path), escaped(best_path)
+    wrote = f"wrote {csv_path} and {best_path}"
+    for line in [wrote] if text_width(wrote) <= out.width else [f"wrote {csv_path}", f"  and {best_path}"]:
+        out.line(line)
+    plots = ("skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')" if plotted is None
+             else f"and {len(plotted)} plots ({', '.join(escaped(os.path.basename(p)) for p in plotted)})"
+             if plotted else "")
+    _say(out, f"  {plots + '; ' if plots else ''}{wall_s:.1f} s in all")

@@ -18,8 +18,10 @@ from simpy_astra.report.widths import first_fitting
 FOLD_UNDONE = "symmetry folding undone: "
 
 
-def headline(reports: list[NpuReport], training=None) -> str:
-    """One line: a real job's step time and throughput, else when the last NPU finished."""
+def headline(reports: list[NpuReport], training=None, width: int | None = None) -> str:
+    """One line: a real job's step time and throughput, else when the last NPU finished (its
+    exposed communication left out where the line would be wider than ``width``, default
+    :data:`HEADLINE_WIDTH`)."""
     if training is not None:
         return training.lines()[0]
     if not reports:
@@ -28,9 +30,13 @@ def headline(reports: list[NpuReport], training=None) -> str:
     step = f"iteration time {last.finished_cycles:,} ns"
     wordings = (f"{step} (last: NPU {last.npu_id} of {len(reports):,}, exposed comm {last.exposed_comm_cycles:,} ns)",
                 f"{step} (last to finish: NPU {last.npu_id} of {len(reports):,})")
-    # a terminal's 80 columns (issue 39): a wording that would be wider leaves out its exposed
-    # communication (the reference lines have it)
-    return first_fitting(wordings)
+    return first_fitting(wordings, min(width or HEADLINE_WIDTH, HEADLINE_WIDTH))
+
+
+#: a headline's width at most: a terminal's 80 columns (issue 39), or the narrower one it is
+#: printed to (COLUMNS=60); a wording that would be wider leaves out its exposed communication
+#: (the reference lines have it)
+HEADLINE_WIDTH = 80
 
 
 def print_answer(training, breakdowns: dict | None) -> None:

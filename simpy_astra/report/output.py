@@ -78,6 +78,11 @@ class Output:
         """Whether colours are shown (a terminal without NO_COLOR)."""
         return self.console is not None and not self.console.no_color and bool(self.console.color_system)
 
+    @property
+    def width(self) -> int:
+        """How wide its lines may be: the terminal's, else :func:`plain_width`."""
+        return self.console.width if self.console is not None else plain_width()
+
     def line(self, text: str, markup: str | None = None) -> None:
         """A line of text; ``markup`` is its rich-markup form for a colour terminal."""
         if self.console is not None:

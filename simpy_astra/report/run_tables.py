@@ -27,7 +27,7 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
                 f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}", f"{r.comp_comm_overlap_ns:,}",
                 *((r.peak_memory or "-",) if memory else ())) for r in shown])
     if len(rows) > len(shown):
-        out.line(f"({len(rows) - len(shown):,} NPUs not shown; --json-out has all of them)")
+        out.prose(f"({len(rows) - len(shown):,} NPUs not shown; --json-out has all of them)")
     print_memory_breakdown(shown, out)
     if jobs:
         print_jobs(jobs, out)

@@ -218,7 +218,8 @@ def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None
             out.line(text)
     if len(npus) > len(shown):
         # --trace-out of every NPU may be refused as too large; --trace-npus picks any of them
-        out.line(f"({len(npus) - len(shown):,} NPUs not shown; --trace-out --trace-npus LIST shows them)")
+        # wrapped within the width (64 columns at COLUMNS=60)
+        out.prose(f"({len(npus) - len(shown):,} NPUs not shown; --trace-out --trace-npus LIST shows them)")
 
 
 def _classes(breakdown) -> set[str]:

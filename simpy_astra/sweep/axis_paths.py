@@ -17,6 +17,7 @@ from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.megatron_args import check_flag, is_args_path
 from simpy_astra.workloads.generated import GENERATORS
+from simpy_astra.workloads.megatron.flag_kinds import nearest_flag
 from simpy_astra.workloads.megatron.kernels import Gpu
 
 #: a scenario's keys no run reads (text for the person who wrote it)
@@ -71,7 +72,10 @@ def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fix
         known, wrong, prefix = set(taken) | {"generate"}, parts[1], "workload."
         if wrong not in known:
             near = nearest_key(wrong, known)
-            hint = f"did you mean '{prefix}{near}'?" if near else f"it takes {', '.join(taken)}"
+            # a Megatron-LM argument written as the generator's parameter: its path is workload.args.FLAG
+            flag = nearest_flag("--" + wrong.lstrip("-")) if megatron_args_of(base) is not None else None
+            hint = (f"a Megatron-LM argument is swept as 'workload.args.{flag}'" if flag and (flag == wrong.lstrip("-")
+                    or not near) else f"did you mean '{prefix}{near}'?" if near else f"it takes {', '.join(taken)}")
             raise InputError(f"{where}: '{dotted}': generate {base['workload']['generate']} takes no parameter "
                              f"{wrong!r}, so every point would fail on it; {hint}")
         return

@@ -16,13 +16,12 @@ import shlex
 from functools import cache
 from typing import Any
 
-from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.integer_ranges import refuse_a_range_in_floats
 from simpy_astra.workloads.megatron import command_line
 from simpy_astra.workloads.megatron.argparser import int_flag_fix
 from simpy_astra.workloads.megatron.command_line import SHORT_NAMES
-from simpy_astra.workloads.megatron.flag_kinds import NOT_MODELLED, accepted, cannot_change_time
+from simpy_astra.workloads.megatron.flag_kinds import NOT_MODELLED, accepted, cannot_change_time, nearest_flag
 from simpy_astra.workloads.megatron.megatron_flags import SEVERAL_VALUES, SWITCHES
 from simpy_astra.workloads.megatron.modelled_arguments import modelled_actions, parser, value_problem
 
@@ -123,8 +122,7 @@ def check_flag(dotted: str, where: str) -> None:
     if flag in NOT_MODELLED:  # a Megatron-LM argument, refused by name: every point would fail on it
         raise InputError(f"{where}: '{dotted}': {flag} is not modelled ({NOT_MODELLED[flag]}); leave it out")
     if not _known(flag):
-        full = next((name for name, short in SHORT_NAMES.items() if short == flag[2:].replace("-", "_")), None)
-        near = full or nearest_key(flag[2:], [s[2:] for s in modelled_actions()])
+        near = nearest_flag(flag)
         hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
 

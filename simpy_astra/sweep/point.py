@@ -9,6 +9,7 @@ bad point never stops a sweep.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -104,6 +105,32 @@ def freeze_worker_heap() -> None:
     one left in a cycle would stay. Collected first: the fork's garbage is not kept."""
     gc.collect()
     gc.freeze()
+
+
+#: a Dask worker's points in flight, and whether its heap is frozen (:func:`heap_frozen_first`)
+_points = {"running": 0, "frozen": False}
+_points_lock = threading.Lock()
+
+
+@contextmanager
+def heap_frozen_first() -> Iterator[None]:
+    """One point's run in a worker that no initializer of ours started (a Dask worker; the
+    local pool's initializer freezes, :func:`freeze_worker_heap`): its heap is frozen once, at
+    the start of a point that no other point runs beside (``dask worker --nthreads N`` runs N:
+    one being built would be frozen with it), so that each point's collection scans only what
+    points made, as in the pool. What it holds then is the pool's own frozen heap: the modules,
+    Dask's, the point's inputs (acyclic: freed when their last reference goes)."""
+    with _points_lock:
+        if not _points["frozen"] and _points["running"] == 0:
+            if gc.get_freeze_count() == 0:  # (a pool worker's heap is frozen already)
+                freeze_worker_heap()
+            _points["frozen"] = True
+        _points["running"] += 1
+    try:
+        yield
+    finally:
+        with _points_lock:
+            _points["running"] -= 1
 
 
 @contextmanager

@@ -12,12 +12,12 @@ hold is found before the point runs.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.sweep.axis_paths import megatron_args_of
+from simpy_astra.sweep.cluster_loads import ClusterLoads
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
@@ -40,9 +40,9 @@ class PointJob:
     cluster: LoadedNodes = None
 
 
-def point_job(scenario: dict[str, Any], where: str, clusters: dict[str, LoadedNodes] | None = None) -> PointJob | None:
+def point_job(scenario: dict[str, Any], where: str, clusters: ClusterLoads | None = None) -> PointJob | None:
     """The Megatron job of ``scenario`` on its cluster's GPUs and nodes, its errors naming
-    ``where`` (the sweep file and the point) as ``SWEEP: point ...: workload``; None where the
+    ``where`` (the sweep file and the point) as ``SWEEP: point ...: workload.args``; None where the
     point is no Megatron job on a GPU count (it fails on its own, saying why). ``clusters``
     keeps each cluster loaded, for the next point: a sweep's points share a few."""
     args = megatron_args_of(scenario)
@@ -50,27 +50,18 @@ def point_job(scenario: dict[str, Any], where: str, clusters: dict[str, LoadedNo
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         return None
-    nodes = _loaded(cluster, f"{where}: cluster", {} if clusters is None else clusters)
+    nodes = _loaded(cluster, where, ClusterLoads() if clusters is None else clusters)
     per_node = nodes[1] if isinstance(nodes, tuple) else None
     try:
-        return PointJob(parse(args, gpus, f"{where}: workload", f"{where}: cluster.gpus", per_node), None, nodes)
+        return PointJob(parse(args, gpus, f"{where}: workload.args", f"{where}: cluster.gpus", per_node), None, nodes)
     except InputError as exc:  # an invalid layout too (InvalidConfigurationError is one)
         return PointJob(None, exc.with_traceback(None), nodes)  # not its parser's frames
 
 
-def _loaded(cluster: dict[str, Any], where: str, clusters: dict[str, LoadedNodes]) -> LoadedNodes:
-    """The GPU and GPUs a node of ``cluster`` as its run loads them (a refusal is not kept:
-    its words name the point)."""
-    from simpy_astra.config.cluster import load_cluster
-
-    text = json.dumps(cluster, sort_keys=True, default=str)
-    if text in clusters:
-        return clusters[text]
-    try:
-        loaded = load_cluster(cluster, where)
-        clusters[text] = (loaded.gpu_model(), loaded.gpus_per_node)
-    except InvalidConfigurationError as exc:
-        return exc.with_traceback(None)
-    except InputError:
-        return None
-    return clusters[text]
+def _loaded(cluster: dict[str, Any], where: str, clusters: ClusterLoads) -> LoadedNodes:
+    """The GPU and GPUs a node of ``cluster`` as its run loads them; a rule of NCCL's it breaks
+    in words naming the point ``where``."""
+    loaded = clusters.load(cluster)
+    if isinstance(loaded, InvalidConfigurationError):  # named "cluster.nccl_algo: ..." by the load
+        return InvalidConfigurationError(f"{where}: {loaded.message}", loaded.rule)
+    return None if isinstance(loaded, InputError) else (loaded.gpu_model(), loaded.gpus_per_node)

@@ -38,7 +38,7 @@ from simpy_astra.infra.stopping import Terminated
 from simpy_astra.plugins import search_also
 from simpy_astra.report.console import Output, fit_wrapped, plain_width
 from simpy_astra.sweep.inputs import InputSnapshot
-from simpy_astra.sweep.point import freeze_worker_heap, run_point
+from simpy_astra.sweep.point import freeze_worker_heap, heap_frozen_first, run_point
 from simpy_astra.sweep.spec import Point
 
 #: (point, its figures, the inputs that had changed when it ended: its row is suspect if any)
@@ -271,7 +271,8 @@ def run_point_checked(scenario: dict[str, Any], where: str,
     """The point's figures, and which inputs differed from the sweep's start when it ended."""
     for folder in inputs.module_folders:  # the user's modules beside the base scenario, as run finds them
         search_also(folder)
-    figures = run_point(scenario, where)
+    with heap_frozen_first():  # a Dask worker's, at its first point (the pool's initializer froze its own)
+        figures = run_point(scenario, where)
     return figures, inputs.changed()
 
 
@@ -384,6 +385,7 @@ def connect_cluster(address: str) -> Any:
         client.close()
         raise InputError(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
                          f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
+    return client  # (none returned: the sweep said it ran on the cluster and ran every point here)
 
 
 def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_result: ResultCallback, out: Output,

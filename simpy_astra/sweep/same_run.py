@@ -24,6 +24,7 @@ from simpy_astra.config.field_values import show_value
 from simpy_astra.config.jobs import JOB_DEFAULTS, without_defaults
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axis_paths import megatron_args_of
+from simpy_astra.sweep.cluster_loads import ClusterLoads
 
 
 class AlikePoints:
@@ -32,7 +33,9 @@ class AlikePoints:
     two alike the one whose run warns less stands for both (``sp=off`` at tp 1: what Megatron
     runs), where the first of them stood."""
 
-    def __init__(self) -> None:
+    def __init__(self, clusters: ClusterLoads | None = None) -> None:
+        #: each cluster loaded, shared with the points' Megatron jobs (:mod:`~simpy_astra.sweep.point_job`)
+        self._clusters = ClusterLoads() if clusters is None else clusters
         self.points: list[Any] = []  # the sweep Points kept, in sweep order
         #: run key -> (place in the points, warnings, its cluster as read)
         self._at: dict[str, tuple[int, int, ClusterRead | None]] = {}
@@ -47,15 +50,16 @@ class AlikePoints:
         #: the points of a sweep share a few, each loaded once per expansion
         self._blocks: dict[str, tuple[str, int] | None] = {}
 
-    def add(self, point: Any, job: Any = None) -> None:
+    def add(self, point: Any, job: Any = None) -> bool:
         """``point`` (a sweep Point) joins the points unless one of them runs its step; ``job``:
-        its Megatron job as it was expanded (None: none, or refused), read here and not kept."""
-        key = run_key(point.scenario, self._reads, self._blocks, job)
+        its Megatron job as it was expanded (None: none, or refused), read here and not kept.
+        Whether it joined (in its own place, or in that of one alike that it stands for)."""
+        key = run_key(point.scenario, self._reads, self._blocks, job, self._clusters)
         self.order.append(point.key)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings, key.cluster)
             self.points.append(point)
-            return
+            return True
         at, warned, read = self._at[key.text]
         (kept, kept_read), (dropped, dropped_read) = (self.points[at], read), (point, key.cluster)
         if key.warnings < warned:  # the earlier point's place, the later one's writing
@@ -63,6 +67,7 @@ class AlikePoints:
             self.points[at], self._at[key.text] = point, (at, key.warnings, key.cluster)
         why = why_alike(kept.scenario, dropped.scenario, (kept_read, dropped_read))
         self._pairs.setdefault(why, []).append((dropped, at))
+        return kept is point
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
@@ -116,15 +121,17 @@ class RunKey:
 
 
 def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None,
-            blocks: dict[str, tuple[str, int] | None] | None = None, job: Any = None) -> RunKey:
+            blocks: dict[str, tuple[str, int] | None] | None = None, job: Any = None,
+            clusters: ClusterLoads | None = None) -> RunKey:
     """The point of ``scenario`` compared by what it runs (by its scenario where that cannot be
     read: such a point is refused or fails on its own, saying why); ``reads`` and ``blocks``
-    keep each cluster and each inline system or network read, for the next point; ``job``: its
-    Megatron job as the point was expanded with it (None: none, or refused)."""
+    keep each cluster and each inline system or network read, for the next point, and
+    ``clusters`` each cluster loaded; ``job``: its Megatron job as the point was expanded with
+    it (None: none, or refused)."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
     if isinstance(scenario.get("jobs"), list):  # a job's key written at its value when left out
         doc["jobs"] = [without_defaults(job) if isinstance(job, dict) else job for job in scenario["jobs"]]
-    read = _cluster_read(scenario, {} if reads is None else reads, job)
+    read = _cluster_read(scenario, {} if reads is None else reads, job, ClusterLoads() if clusters is None else clusters)
     if job is not None:
         # --fp8-format on Megatron's own layers runs them in bf16: on a GPU with FP8 units (which
         # it needs) the step is the one without it
@@ -285,12 +292,12 @@ class ClusterRead:
 
 
 def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None],
-                  job: Any) -> ClusterRead | None:
+                  job: Any, clusters: ClusterLoads) -> ClusterRead | None:
     """What the run of ``scenario`` reads of its cluster, None where it is not read so (no
     cluster, one the loader refuses, a key written that the run refuses beside the rest: such
     a point is compared as written, and fails on its own); ``reads`` keeps each one read;
     ``job``: the scenario's Megatron job as the point was expanded with it (None: another workload's
-    layout is read, :func:`_job_reads`)."""
+    layout is read, :func:`_job_reads`); ``clusters``: each cluster loaded."""
     cluster = scenario.get("cluster")
     if not isinstance(cluster, dict):
         return None
@@ -301,13 +308,13 @@ def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]
     grid = None if job is None else (job.tp, job.cp, job.dp, job.pp, job.pp_before_dp, job.plays_all_to_all)
     text = json.dumps([cluster, context, grid], sort_keys=True, default=str)
     if text not in reads:
-        reads[text] = _read_cluster(cluster, context, _played_pairs(scenario, job))
+        reads[text] = _read_cluster(cluster, clusters, context, _played_pairs(scenario, job))
     return reads[text]
 
 
-def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool, bool, bool, bool],
+def _read_cluster(cluster: dict[str, Any], clusters: ClusterLoads,
+                  context: tuple[bool, bool, Any, bool, bool, bool, bool],
                   pairs: tuple[tuple[int, int], ...] | None = None) -> ClusterRead | None:
-    from simpy_astra.config.cluster import load_cluster
     from simpy_astra.config.cluster_fields import OLD_KEYS
     from simpy_astra.config.unread_cluster_keys import (
         SPINE_KEYS,
@@ -322,7 +329,9 @@ def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool,
     try:
         if not isinstance(backend, str) or backend not in BACKENDS:  # a plug-in's, or a typo: as written
             return None
-        loaded = load_cluster(cluster, "cluster")
+        loaded = clusters.load(cluster)
+        if isinstance(loaded, InputError):
+            return None
         # a key refused beside this network, system or backend, refused as written (where
         # leaving it out runs)
         refuse_unread_cluster_keys("cluster", cluster, (user_network, user_system), backend, "backend", megatron)

@@ -51,9 +51,10 @@ from simpy_astra.plugins import module_files
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, one_line, point_words
 from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
+from simpy_astra.sweep.cluster_loads import ClusterLoads
 from simpy_astra.sweep.expressions import Expression, type_mismatch
 from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
-from simpy_astra.sweep.point_job import LoadedNodes, point_job
+from simpy_astra.sweep.point_job import point_job
 from simpy_astra.sweep.result_names import DEFAULT_REPORT, HIGHER_IS_BETTER, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints, SameRun
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
@@ -214,19 +215,22 @@ class SweepSpec:
             files.update(self._modules[name])
         return files
 
-    def points(self, progress: Callable[[int, int], None] | None = None) -> list[Point]:
+    def points(self, progress: Callable[[int, int], None] | None = None,
+               check: Callable[[Point, Any], None] | None = None) -> list[Point]:
         """Every point of the axes the point constraints keep; ``progress(done, total)`` is
-        told how far the expansion got (every 64 combinations)."""
+        told how far the expansion got (every 64 combinations; each, with ``check``).
+        ``check(point, job)``: each point that joins the points, with its Megatron job (None:
+        none, or refused) while it is at hand (``--list`` loads the point then)."""
         total = 1
         for axis in self.axes:
             total *= len(axis.values)
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        seen, first, alike = set(), {}, AlikePoints()
-        clusters: dict[str, LoadedNodes] = {}  # each cluster the points name, loaded once
+        clusters = ClusterLoads()  # each cluster the points name, loaded once for the jobs and alike points
+        seen, first, alike = set(), {}, AlikePoints(clusters)
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
-            if progress is not None and done % 64 == 0:
+            if progress is not None and (done % 64 == 0 or check is not None):
                 progress(done, total)
             coords = {a.column: v for a, v in zip(self.axes, combo, strict=True)}
             names = {a.name: v for a, v in zip(self.axes, combo, strict=True)}
@@ -243,9 +247,11 @@ class SweepSpec:
             if all(not f.names <= values.keys() or self._keeps(f, values, coords) for f in self.goals.point_filters):
                 where = point_label(self.path, coords)
                 found = point_job(scenario, where, clusters)
-                alike.add(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
-                                " ".join(point_words(self.axes, coords, terse=True)), job_verdict(found, where)),
-                          None if found is None else found.job)
+                job = None if found is None else found.job
+                point = Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
+                              " ".join(point_words(self.axes, coords, terse=True)), job_verdict(found, where))
+                if alike.add(point, job) and check is not None:
+                    check(point, job)
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
         self.same_runs, self.order = alike.same_runs(), alike.order
         out = alike.points

@@ -3,6 +3,7 @@ or a log file), and the winners."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -79,12 +80,15 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
            f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
            + f", {wall_s:.1f} s" + (", interrupted" if interrupted else ""), "")
     title = f"best {shown}{per} by {spec.goals.objective.text}"  # short: a table's title fits 80 columns
-    values = [[_report(spec, o, e) for e in spec.goals.report] for o in ranked]
-    digits = [_digits([row[i] for row in values]) for i in range(len(spec.goals.report))]
+    # the objective, which orders the rows, first of the figures: last of report: it was split away
+    # into the table below at COLUMNS=60 (cost_topology's 'finish_ns * cost_usd')
+    report = sorted(spec.goals.report, key=lambda e: e.text != spec.goals.objective.text)
+    values = [[_report(spec, o, e) for e in report] for o in ranked]
+    digits = [_digits([row[i] for row in values]) for i in range(len(report))]
     rows = [[shown_value(o.point.coordinates[a.column]) for a in spec.axes]
             + [_number(v, d) for v, d in zip(row, digits, strict=True)] for o, row in zip(ranked, values, strict=True)]
-    headers = [a.name for a in spec.axes] + [e.text for e in spec.goals.report]
-    align = ["left"] * len(spec.axes) + ["right"] * len(spec.goals.report)
+    headers = [a.name for a in spec.axes] + [e.text for e in report]
+    align = ["left"] * len(spec.axes) + ["right"] * len(report)
     # never let a point that does not fit pass unseen (unless the report shows fits already):
     # beside the coordinates, in the first table, since it orders the rows (a faster point
     # ranked below slower ones read as wrong while its 'NO' was in the table below)
@@ -100,10 +104,10 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         out.table(title, headers, rows, align=align, key=0)
     left_out = summary.get("left_out_not_fitting") or 0
     if left_out:
-        out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
+        out.prose(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
     warned = sum(1 for o in done if o.figures.get("warnings"))
     if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
-        out.line(f"{warned} point(s) warned: results.csv's warnings column has their words")
+        out.prose(f"{warned} point(s) warned: results.csv's warnings column has their words")  # within COLUMNS=60
     # a line per rule, as --list says them (eight points of one rule made three alike lines and
     # '... and 5 more'); the rule only: results.csv has Megatron's whole reason
     by_rule: dict[str, list[Outcome]] = {}
@@ -112,6 +116,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     shown_rules = 3 if len(by_rule) > 4 else 4  # '... and 1 more rules' took the line its rule needed
     for rule, points in list(by_rule.items())[:shown_rules]:
         first = " ".join(point_words(spec.axes, points[0].point.coordinates))
+        rule = rule.replace(" ", "\u00a0")  # its name on one line ('... tp x pp' / 'x cp' at COLUMNS=60)
         if len(points) == 1:
             _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
         else:  # the example point kept on one line where it fits one, else broken between coordinates
@@ -238,10 +243,14 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
     else:
         # the arrow stays with its figure, which is one piece unless it is a long expression
-        # (then only its number and unit or '=' stay together)
+        # (then its '=' and number stay together, and the expression too where it is short:
+        # 'finish_ns *' ended a line, 'cost_usd = 3,893,712,000' began the next)
         words = figure.split(" ")
         kept = len(words) if len(figure) <= plain_width() // 2 else 2
-        figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
+        said = words[:-kept]
+        if len(" ".join(said)) <= plain_width() // 2:
+            said = ["\u00a0".join(said)] if said else []
+        figure = " ".join(said + ["\u00a0".join(words[-kept:])])
         # a coordinate is cut only where it is longer than a line (a bundle's 100-letter name)
         for line in wrapped(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  "):
             out.line(line.replace("\u00a0", " "))
@@ -252,7 +261,12 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         return
     named.add(entry.get("key"))
     if figures.get("iteration_time_ns") is not None:
-        out.line("  " + _training_line(figures))
+        # within the width, as the memory line below (72 columns at COLUMNS=60), a number kept
+        # with its unit ('1.9 of 80 GiB')
+        said = re.sub(r"(?<=\d) (?=of \d|GiB|TFLOP/s|m?s\b)|(?<= of) (?=\d)", "\u00a0", _training_line(figures))
+        for line in textwrap.wrap(said, plain_width(), initial_indent="  ", subsequent_indent="    ") \
+                if out.console is None else ["  " + said]:
+            out.line(line.replace("\u00a0", " "))
         parts = _memory_parts(figures)
         if parts:
             for line in textwrap.wrap(parts, plain_width(), initial_indent="  ", subsequent_indent="    "):

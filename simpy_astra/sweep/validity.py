@@ -65,26 +65,29 @@ def job_verdict(found: PointJob | None, where: str) -> JobVerdict | None:
 
 
 def verdict(scenario: dict[str, Any], where: str, load: bool = False,
-            megatron: JobVerdict | None = None) -> tuple[dict[str, Any] | None, str]:
+            megatron: JobVerdict | None = None, job: Any = None) -> tuple[dict[str, Any] | None, str]:
     """(the invalid row of a point Megatron refuses, or None; why a point will fail when it
     runs, or ''): a value beyond what the simulator builds, such as a trace of more nodes than
     its bound, which ``--list`` shows rather than only the run. ``load``: read the whole point
     with the scenario loader too (the sweep has axes beyond Megatron's flags). ``megatron``:
-    what the point's job said as it was expanded (:func:`job_verdict`)."""
+    what the point's job said as it was expanded (:func:`job_verdict`); ``job``: that job, which
+    the loader then reads in place of parsing its command line again."""
     if megatron is not None:
         return megatron.invalid, megatron.failure
-    return (_loaded(scenario, where) if load else (None, ""))
+    return (_loaded(scenario, where, job) if load else (None, ""))
 
 
-def _loaded(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
+def _loaded(scenario: dict[str, Any], where: str, job: Any) -> tuple[dict[str, Any] | None, str]:
     """What the scenario loader says of a point, in the words its run would record."""
     # deferred: the loader is heavy, and a sweep of Megatron's flags alone never needs it
     from simpy_astra.running.input_checks import check_et_count
     from simpy_astra.sweep.point_inputs import load_point, relabel
     from simpy_astra.workloads.generated import NotGenerated
+    from simpy_astra.workloads.megatron.arguments import parsed_before
 
     try:
-        inputs = load_point(scenario, checking=True)
+        with parsed_before(job):
+            inputs = load_point(scenario, checking=True)
         if inputs.jobs is None:  # the ET files its run checks first (an axis naming traces that are not there)
             check_et_count(inputs.workload_prefix, inputs.network.total_npus, inputs.network.source)
     except InvalidConfigurationError as exc:

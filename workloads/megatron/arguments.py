@@ -12,6 +12,9 @@ in Megatron (``gpus / (tp x pp x cp)``).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 
 from simpy_astra.errors import InputError
@@ -32,6 +35,22 @@ from simpy_astra.workloads.megatron.modelled_arguments import range_problem, rea
 from simpy_astra.workloads.megatron.notes import changed, notes
 from simpy_astra.workloads.megatron.unmodelled_flags import SMALL_EFFECT
 
+#: a job parsed before, which a parse of its words on its GPUs returns (:func:`parsed_before`)
+_PARSED: ContextVar[MegatronJob | None] = ContextVar("megatron_job_parsed_before", default=None)
+
+
+@contextmanager
+def parsed_before(job: MegatronJob | None) -> Iterator[None]:
+    """Within, a parse of ``job``'s words on its GPUs is ``job`` (its warnings name where it was
+    parsed first): a sweep's ``--list`` reads a point with the scenario loader, whose generator
+    parsed again the command line the point's expansion had parsed
+    (:mod:`~simpy_astra.sweep.point_job`). Its launcher is checked again: the nodes may differ."""
+    token = _PARSED.set(job)
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
 
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
           gpus_where: str | None = None, gpus_per_node: int | None = None) -> MegatronJob:
@@ -45,6 +64,9 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     The command line is split once, its launcher's words and Megatron's from the same split."""
     launcher_words, tokens = command_line.launch_line(args, where)
     launcher.check(launcher_words, gpus, gpus_per_node, where, gpus_where)
+    before = _PARSED.get()
+    if before is not None and before.gpus == gpus and before.args == " ".join(tokens):
+        return before
     command_line.one_name_each(tokens, where)
     p = reading_parser()
     reading = command_line.read(tokens, p.options, lambda f: ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,

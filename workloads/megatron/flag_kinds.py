@@ -4,7 +4,9 @@ timing argument not modelled yet); a flag none of these is unknown."""
 
 from __future__ import annotations
 
+from simpy_astra.config.unknown_keys import nearest_key
 from simpy_astra.workloads.megatron import unmodelled_flags as today
+from simpy_astra.workloads.megatron.command_line import SHORT_NAMES
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 from simpy_astra.workloads.megatron.modelled_arguments import modelled_actions
 from simpy_astra.workloads.megatron.unmodelled_flags import NO_TIMING_EFFECT, SMALL_EFFECT
@@ -56,3 +58,12 @@ def known(flag: str) -> bool:
     """``flag`` is one the front end knows: :func:`accepted`, or refused by name as not
     modelled."""
     return accepted(flag) or flag in NOT_MODELLED
+
+
+def nearest_flag(flag: str) -> str | None:
+    """The flag the simulator reads (without its dashes) that ``flag`` abbreviates (``--tp``)
+    or misspells, None when none is near; ``flag``'s own name when the simulator reads it."""
+    if accepted(flag) and flag not in NOT_MODELLED:
+        return flag[2:]
+    full = next((name for name, short in SHORT_NAMES.items() if short == flag[2:].replace("-", "_")), None)
+    return full or nearest_key(flag[2:], [s[2:] for s in modelled_actions()])

@@ -31,6 +31,7 @@ from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.megatron import attention_backend
 from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.flag_kinds import nearest_flag
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.layers import middle_chunk
@@ -64,9 +65,12 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
     scenario's ``cluster.gpus``) for errors about it, ``gpus_per_node`` a node's GPUs (a
     cluster's; None: unknown)."""
     unknown = sorted(set(params) - {*PARAMS, SCHEDULE_SOURCE})
-    if unknown:
-        raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
-                         f"gives gpus and gpu)")
+    if unknown:  # named by its dotted path: 'workload: unknown parameter' left which workload key unsaid
+        key, field = str(unknown[0]), where.rpartition(": ")[2]
+        flag = nearest_flag("--" + key.lstrip("-"))
+        fix = (f"a Megatron-LM argument goes in {field}.args (\"--{flag} ...\"); remove {field}.{key}" if flag else
+               "it takes args (Megatron-LM's arguments) and schedule; a scenario's cluster: gives gpus and gpu")
+        raise InputError(f"{where}.{key}: generate megatron takes no parameter {key!r}; {fix}")
     gpus, gpu = params.get("gpus"), params.get("gpu")
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1 or not isinstance(gpu, dict):
         raise InputError(f"{where}: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: N}}); "
