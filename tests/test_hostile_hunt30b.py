@@ -10,6 +10,7 @@ import yaml
 from simpy_astra.cli.main import main
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
 
 
 def _broadcasts(folder, npus: int, duration_us: int = 0) -> str:
@@ -34,3 +35,52 @@ def test_a_broadcast_nccls_model_times_is_not_said_to_take_1_ns(tmp_path, capsys
     captured = capsys.readouterr()
     assert ("record no duration" in captured.err) == warned, captured.err
     assert captured.out.startswith("iteration time 1 ns" if warned else "iteration time 43,923 ns"), captured.out
+
+
+@pytest.mark.parametrize("launcher", ["NCCL_ALGO= torchrun --nproc_per_node 8", "mpirun -np 8 -x NCCL_ALGO= -x NCCL_PROTO= python",
+                                      "mpiexec -n 8 -genv NCCL_ALGO '' python",
+                                      "NCCL_MIN_NCHANNELS= NCCL_NVLS_ENABLE= torchrun --nproc_per_node 8"])
+def test_an_nccl_variable_exported_empty_runs_as_nccls_own_choice(tmp_path, capsys, launcher):
+    # before: refused as setting NCCL_ALGO; NCCL reads an empty value as unset: its numbers
+    # (ncclLoadParam: 'if (str && strlen(str) > 0)') and its lists (tuning.cc's parseList of
+    # "" finds no token, so every algorithm stays enabled)
+    path = megatron_scenario(tmp_path, f"{launcher} pretrain_gpt.py {TINY_GPT_ARGS}")
+    plain = megatron_scenario(tmp_path, TINY_GPT_ARGS, name="plain.yaml")
+    assert main(["run", plain, "--quiet"]) == 0
+    expected = capsys.readouterr().out
+    assert main(["run", path, "--quiet"]) == 0
+    assert capsys.readouterr().out == expected
+
+
+@pytest.mark.parametrize("launcher", ["mpirun -np 8 -x NCCL_ALGO python", "NCCL_ALGO=Tree torchrun --nproc_per_node 8",
+                                      "srun --export=ALL,NCCL_ALGO=,NCCL_PROTO=Simple -n 8 python"])
+def test_an_nccl_variable_with_a_value_or_the_callers_is_still_refused(tmp_path, capsys, launcher):
+    path = megatron_scenario(tmp_path, f"{launcher} pretrain_gpt.py {TINY_GPT_ARGS}")
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "the pasted launcher sets NCCL_" in line and "drop it from the launcher's words" in line, line
+
+
+@pytest.mark.parametrize(("launcher", "starts"), [
+    # LSF: -n resource sets of -a tasks (1 by default), -r a host; or --np tasks in all
+    ("jsrun -n 2 -a 1 -g 1 python", "starts 2 GPUs (-n 2 x -a 1), but the job runs on 8"),
+    ("jsrun -n4 -a4 -g4 -r2 python", "starts 16 GPUs (-n 4 x -a 4 x -r 2), but the job runs on 8"),
+    ("jsrun -n 2 -a 4 -r 1 python", "starts 4 GPUs a node (-n 2 x -a 4 x -r 1), but the cluster's nodes hold 8"),
+    ("jsrun --np 16 python", "starts 16 GPUs (--np 16), but the job runs on 8"),
+    # DeepSpeed's hosts, each on the GPUs it lists, or all of its node's
+    ("deepspeed --include localhost:0,1,2,3", "starts 4 GPUs (--include localhost:0,1,2,3), but the job runs on 8"),
+    ("deepspeed --include=a:0,1,2,3@b:0,1,2,3", "starts 4 GPUs a node (--include a:0,1,2,3@b:0,1,2,3), but the "
+                                                "cluster's nodes hold 8"),
+    ("deepspeed -i worker-0@worker-1", "starts 2 nodes (-i worker-0@worker-1), 16 GPUs at the cluster's 8 a node, "
+                                       "but the job runs on 8")])
+def test_jsruns_and_deepspeeds_host_list_counts_are_held_to_the_job(tmp_path, capsys, launcher, starts):
+    # before: each ran the job's 8 GPUs in silence (jsrun was no launcher; --include was not read)
+    path = megatron_scenario(tmp_path, f"{launcher} pretrain_gpt.py {TINY_GPT_ARGS}")
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert f"workload.args: the pasted launcher {starts}" in line, line
+
+
+@pytest.mark.parametrize("launcher", ["jsrun -n 8 -a 1 -g 1 python", "jsrun -n1 -a8 -g8 -r1 python",
+                                      "deepspeed --include localhost:0,1,2,3,4,5,6,7", "deepspeed -i worker-0"])
+def test_jsrun_and_deepspeed_lines_that_start_the_jobs_gpus_run(tmp_path, capsys, launcher):
+    path = megatron_scenario(tmp_path, f"{launcher} pretrain_gpt.py {TINY_GPT_ARGS}")
+    assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
