@@ -9,7 +9,7 @@ import yaml
 
 from simpy_astra.cli.main import main
 from simpy_astra.workloads.chakra import make_node, write_et
-from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+from simpy_astra.workloads.chakra.types import ALL_REDUCE, BROADCAST, COMM_COLL_NODE
 from tests.scenario_files import TINY_GPT_ARGS, error_lines, megatron_scenario
 
 
@@ -84,3 +84,52 @@ def test_jsruns_and_deepspeeds_host_list_counts_are_held_to_the_job(tmp_path, ca
 def test_jsrun_and_deepspeed_lines_that_start_the_jobs_gpus_run(tmp_path, capsys, launcher):
     path = megatron_scenario(tmp_path, f"{launcher} pretrain_gpt.py {TINY_GPT_ARGS}")
     assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+
+
+def _user_trace_on_a_preset(tmp_path, npus: int = 16, **attrs) -> str:
+    """A scenario of a user's traces (one 1 MiB collective each, ``attrs`` its node's) on 16 A100s."""
+    folder = tmp_path / "b"
+    folder.mkdir()
+    for rank in range(npus):
+        given = {k: v[rank] if isinstance(v, tuple) else v for k, v in attrs.items()}
+        write_et(str(folder / f"t.{rank}.et"), [make_node(1, "coll", COMM_COLL_NODE, duration_micros=7, attrs={
+            "is_cpu_op": False, "comm_type": BROADCAST, "comm_size": 1 << 20, **given})])
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"workload": str(folder / "t"), "cluster": {"preset": "dgx-a100-80gb",
+                                                                                     "gpus": npus}}))
+    return str(scenario)
+
+
+@pytest.mark.parametrize(("kind", "what", "why"), [
+    (ALL_REDUCE, "an all_reduce", "the reference never finishes it"),
+    (BROADCAST, "a broadcast", "NCCL's model, which times a preset's broadcasts, would give it 0 ns")])
+def test_a_collective_nccls_model_times_over_no_dimension_is_refused(tmp_path, capsys, kind, what, why):
+    # before: on a preset's analytical backend a collective whose involved_dim marks no
+    # dimension ran in 0 ns ('iteration time 0 ns'), where the backends that play messages
+    # refused it as having no other NPU to run with
+    path = _user_trace_on_a_preset(tmp_path, comm_type=kind, involved_dim=[False, False])
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert line.endswith(f"t.0.et: node 1: involved_dim [false, false] marks none of the 2 dimension(s) {what} runs "
+                         f"over, so it has no other NPU to run with ({why}); mark one true, or leave out involved_dim "
+                         f"(all dimensions)"), line
+
+
+def test_a_broadcasts_short_involved_dim_names_the_broadcast(tmp_path, capsys):
+    # before: 'but this all-gather runs over 2' of a node that is a broadcast
+    path = _user_trace_on_a_preset(tmp_path, involved_dim=[True])
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "node 1: involved_dim lists 1 dimension(s), but this broadcast runs over an all-gather's 2 " \
+           "(all-gather-implementation in " in line, line
+
+
+def test_a_users_traces_on_a_preset_take_their_communicator_groups(tmp_path, capsys):
+    # before: refused as 'a cluster's job brings its own communicator groups (tp, dp, pp...)',
+    # which a user's traces do not: their pg_name groups could not be given. Each node's 8 GPUs
+    # broadcast 1 MiB among themselves, timed as NCCL's ring broadcast in a node (by hand)
+    from tests.test_nccl_broadcast import by_hand_ns
+
+    path = _user_trace_on_a_preset(tmp_path, pg_name=tuple(str(1 + rank // 8) for rank in range(16)))
+    with open(path, "a") as f:
+        f.write(yaml.safe_dump({"comm_groups": {1: list(range(8)), 2: list(range(8, 16))}}))
+    assert main(["run", path, "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"iteration time {by_hand_ns(1, 1 << 20):,} ns")
