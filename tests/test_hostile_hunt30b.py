@@ -133,3 +133,41 @@ def test_a_users_traces_on_a_preset_take_their_communicator_groups(tmp_path, cap
         f.write(yaml.safe_dump({"comm_groups": {1: list(range(8)), 2: list(range(8, 16))}}))
     assert main(["run", path, "--quiet"]) == 0
     assert capsys.readouterr().out.startswith(f"iteration time {by_hand_ns(1, 1 << 20):,} ns")
+
+
+class _Holding:
+    """A workload generator that is an object holding its data."""
+
+    def __init__(self, data) -> None:
+        self.data = data
+
+    def __call__(self, params, prefix):
+        return None
+
+
+class _Shown:
+    """A value of the user's whose repr shows its name, not all it holds."""
+
+    def __init__(self, name: str, sizes: list[int]) -> None:
+        self.name, self.sizes = name, sizes
+
+    def __repr__(self) -> str:
+        return f"Shown({self.name!r})"
+
+
+def _pandas():
+    return pytest.importorskip("pandas")
+
+
+@pytest.mark.parametrize("make", [
+    lambda change: _pandas().DataFrame({"bytes": [0] * 999 + [change] + [0] * 1000}),  # repr: 60 rows at most
+    lambda change: _pandas().Series([0] * 999 + [change] + [0] * 1000),
+    lambda change: _Shown("layers", [0] * 5 + [change])])
+def test_a_generator_objects_key_reads_what_a_repr_leaves_out(make):
+    # before: a pandas table or series was read by its repr, a summary past 60 rows; a user's
+    # class by its own repr (which need not show all it holds): two generators that differ
+    # inside had one cache key, and the second ran the first one's traces
+    from simpy_astra.workloads.generator_inputs import held_digest
+
+    assert held_digest(_Holding(make(0))) != held_digest(_Holding(make(1)))
+    assert held_digest(_Holding(make(1))) == held_digest(_Holding(make(1)))  # alike, one key
