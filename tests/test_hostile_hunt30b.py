@@ -171,3 +171,29 @@ def test_a_generator_objects_key_reads_what_a_repr_leaves_out(make):
 
     assert held_digest(_Holding(make(0))) != held_digest(_Holding(make(1)))
     assert held_digest(_Holding(make(1))) == held_digest(_Holding(make(1)))  # alike, one key
+
+
+class _StaticGenerator:
+    """An observer whose ``__call__`` is a staticmethod generator: calling it makes a generator."""
+
+    @staticmethod
+    def __call__(node_id, now_ns):
+        yield node_id
+
+
+class _ClassGenerator:
+    @classmethod
+    def __call__(cls, node_id, now_ns):
+        yield node_id
+
+
+@pytest.mark.parametrize("watcher", [_StaticGenerator(), _ClassGenerator()])
+def test_an_observer_whose_static_or_class_call_yields_is_refused(watcher):
+    # before: plugins.call_makes read the class's __call__ as a function only, so a staticmethod
+    # or classmethod generator was let in and ran none of its lines (every milestone dropped)
+    from simpy_astra.engine.probes import check_watcher
+    from simpy_astra.plugins import call_makes
+
+    assert call_makes(watcher) == "a generator function"
+    with pytest.raises(TypeError, match="is a generator function: called, it returns a generator and runs none"):
+        check_watcher(watcher, "fn", ("node_id", "now_ns"), "sim.on('node_start')")
