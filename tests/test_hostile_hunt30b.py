@@ -197,3 +197,41 @@ def test_an_observer_whose_static_or_class_call_yields_is_refused(watcher):
     assert call_makes(watcher) == "a generator function"
     with pytest.raises(TypeError, match="is a generator function: called, it returns a generator and runs none"):
         check_watcher(watcher, "fn", ("node_id", "now_ns"), "sim.on('node_start')")
+
+
+@pytest.mark.parametrize("width", [40, 57, 80])
+def test_a_wide_coordinate_is_broken_by_the_columns_it_takes_and_its_figure_kept_whole(width):
+    # before: a coordinate of wide characters (a path in Chinese) was measured by its characters,
+    # half its columns: its progress line ran to 84 columns at COLUMNS=80 (65 at 40)
+    from simpy_astra.report.widths import fit_wrapped, text_width
+
+    head = "bandwidth=50 /tmp/sw/" + "全部归约" * 8 + "/step"
+    lines = fit_wrapped([head], ": 142,780 ns", width, width - len("sweep: 1/4 done; "), indent="    ")
+    widths = [text_width(line) for line in lines]
+    assert max(widths[0] + len("sweep: 1/4 done; "), *widths[1:]) <= width, lines
+    assert lines[-1].endswith(": 142,780 ns")  # the figure whole, after the coordinate's end
+    assert "".join(line.strip() for line in lines).replace(" ", "") == (head + ": 142,780 ns").replace(" ", "")
+
+
+def test_a_tied_points_line_is_wrapped_as_the_bests_is(tmp_path, capsys, monkeypatch):
+    # before: 'tied with' kept each coordinate whole past the line (91 columns at COLUMNS=80,
+    # where the best's line above it breaks a coordinate longer than a line); two workloads
+    # alike in folders of long names tie
+    import shutil
+
+    from tests.scenario_files import SCENARIOS
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    folders = [tmp_path / ("a" * 70), tmp_path / ("b" * 70)]
+    for folder in folders:
+        shutil.copytree(SCENARIOS / "workloads" / "step_8npus_1MB", folder)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "tie", "base": str(SCENARIOS / "default.yaml"), "minimise": "finish_ns",
+                                     "axes": {"workload": {"values": [str(f / "step") for f in folders], "as": "wl"}}}))
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    err = captured.err + captured.out
+    assert "  tied with" in err, err
+    tied = err[err.index("  tied with"):].splitlines()
+    assert tied[0].startswith("  tied with wl=") and max(len(line) for line in tied[:3]) <= 80, tied
