@@ -235,3 +235,22 @@ def test_a_tied_points_line_is_wrapped_as_the_bests_is(tmp_path, capsys, monkeyp
     assert "  tied with" in err, err
     tied = err[err.index("  tied with"):].splitlines()
     assert tied[0].startswith("  tied with wl=") and max(len(line) for line in tied[:3]) <= 80, tied
+
+
+@pytest.mark.parametrize("kind", [ALL_REDUCE, BROADCAST])
+def test_an_empty_collective_nccls_model_times_takes_no_time(tmp_path, capsys, kind):
+    # before: a 0-byte all-reduce took 45,129 ns and a broadcast 29,230 (a launch and a latency);
+    # NCCL discards an empty collective before it is enqueued (enqueue.cc's taskAppend: 'if
+    # (info->count == 0) return ncclSuccess'): no kernel, no wait for the other ranks
+    path = _user_trace_on_a_preset(tmp_path, comm_type=kind, comm_size=0)
+    assert main(["run", path, "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("iteration time 0 ns")
+
+
+def test_a_collective_whose_members_give_other_sizes_is_refused(tmp_path, capsys):
+    # before: NCCL's model timed it by the last member's size, in silence (43,923 ns for a
+    # broadcast whose NPU 0 said 1 byte); a real job's ranks must give one count
+    path = _user_trace_on_a_preset(tmp_path, comm_size=tuple([1] + [1 << 20] * 15))
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "t.1.et: node 1: this broadcast moves 1,048,576 bytes (comm_size) on NPU 1, but 1 on NPU 0 (node 1 of " \
+           in line and line.endswith("give its nodes one comm_size"), line
