@@ -254,3 +254,16 @@ def test_a_collective_whose_members_give_other_sizes_is_refused(tmp_path, capsys
     (line,) = error_lines(capsys, ["run", path, "--quiet"])
     assert "t.1.et: node 1: this broadcast moves 1,048,576 bytes (comm_size) on NPU 1, but 1 on NPU 0 (node 1 of " \
            in line and line.endswith("give its nodes one comm_size"), line
+
+
+@pytest.mark.parametrize("seeded", [lambda seed: __import__("random").Random(seed),
+                                    lambda seed: __import__("numpy").random.default_rng(seed),
+                                    lambda seed: __import__("numpy").random.RandomState(seed)])
+def test_a_generator_objects_key_reads_its_random_generators_seed(seeded):
+    # before: a random generator was read by its repr, which names its kind alone
+    # ('Generator(PCG64)', its address cut): a traffic generator seeded 1 and one seeded 2 had
+    # one cache key, and the second ran the first one's traces
+    from simpy_astra.workloads.generator_inputs import held_digest
+
+    assert held_digest(_Holding(seeded(1))) != held_digest(_Holding(seeded(2)))
+    assert held_digest(_Holding(seeded(1))) == held_digest(_Holding(seeded(1)))  # run to run, one key

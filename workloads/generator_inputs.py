@@ -9,6 +9,7 @@ import functools
 import hashlib
 import inspect
 import os
+import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,11 +69,11 @@ def held_digest(fn: Callable[..., Any]) -> str:
 
 
 def _held(value: Any, depth: int) -> str:
-    """``value`` as text that shows its state: an object of a default repr (or a dataclass, or
-    a class of the user's, whose repr need not show all it holds) by its attributes, an array
-    (numpy's, or any with ``dtype``, ``shape`` and ``tolist``) and a pandas table by their
-    contents, a partial by what it binds, a bound method by its object, containers by their
-    items."""
+    """``value`` as text that shows its state: a random generator by its state, an object of a
+    default repr (or a dataclass, or a class of the user's, whose repr need not show all it
+    holds) by its attributes, an array (numpy's, or any with ``dtype``, ``shape`` and
+    ``tolist``) and a pandas table by their contents, a partial by what it binds, a bound
+    method by its object, containers by their items."""
     if depth > 6:  # deeper state is read by its repr alone
         return shown(value)
     inner = functools.partial(_held, depth=depth + 1)
@@ -86,6 +87,9 @@ def _held(value: Any, depth: int) -> str:
         return f"{type(value).__name__}({sorted(items) if isinstance(value, set | frozenset) else items})"
     if isinstance(value, dict):
         return f"{{{', '.join(f'{inner(k)}: {inner(v)}' for k, v in value.items())}}}"
+    state = _random_state(value)
+    if state is not None:  # a random generator's repr names its kind alone, not its seed
+        return f"{type(value).__name__}({inner(state)})"
     if all(hasattr(value, name) for name in ("to_numpy", "shape", "index")) and not isinstance(value, type):
         # a pandas table or series: its repr is a summary past 60 rows; its labels and contents
         labels = [inner(getattr(value, name).to_numpy()) for name in ("columns", "index") if hasattr(value, name)]
@@ -104,6 +108,20 @@ def _held(value: Any, depth: int) -> str:
         state.update({n: getattr(value, n) for n in _slots(type(value)) if hasattr(value, n)})
         return f"{shown(value)}({', '.join(f'{k}={inner(v)}' for k, v in sorted(state.items()))})"
     return shown(value)
+
+
+def _random_state(value: Any) -> Any:
+    """The state of a random generator (Python's ``random.Random``, numpy's ``Generator`` or
+    ``RandomState``), else None: two seeded alike draw alike, two seeded apart do not."""
+    if isinstance(value, type):
+        return None
+    if isinstance(value, random.Random):
+        return value.getstate()
+    if hasattr(value, "bit_generator"):  # numpy's Generator
+        return value.bit_generator.state
+    if all(hasattr(value, name) for name in ("get_state", "randint", "seed")):  # numpy's RandomState
+        return value.get_state()
+    return None
 
 
 def _users_class(cls: type) -> bool:
