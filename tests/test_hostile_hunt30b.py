@@ -267,3 +267,14 @@ def test_a_generator_objects_key_reads_its_random_generators_seed(seeded):
 
     assert held_digest(_Holding(seeded(1))) != held_digest(_Holding(seeded(2)))
     assert held_digest(_Holding(seeded(1))) == held_digest(_Holding(seeded(1)))  # run to run, one key
+
+
+@pytest.mark.parametrize("exported", ["'NCCL_ALGO=allreduce:tree;broadcast:ring'", "NCCL_ALGO=Ring,Tree", "NCCL_ALGO=^NVLS"])
+def test_an_nccl_algo_list_is_not_told_to_become_one_forced_algorithm(tmp_path, capsys, exported):
+    # before: 'give cluster.nccl_algo instead (ring, tree, nvls, ...)', which forces one
+    # algorithm on every collective: NCCL 2.24's per-collective list (tuning.cc's parseList)
+    # keeps the ring for broadcasts, and a forced tree stops at Megatron's batch broadcast
+    path = megatron_scenario(tmp_path, f"{exported} torchrun --nproc_per_node 8 pretrain_gpt.py {TINY_GPT_ARGS}")
+    (line,) = error_lines(capsys, ["run", path, "--quiet"])
+    assert "cluster.nccl_algo forces one algorithm on every collective, and NCCL_ALGO=" in line, line
+    assert "is not modelled: leave nccl_algo out for NCCL's own choice, or force one" in line

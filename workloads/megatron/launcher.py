@@ -206,8 +206,19 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
                      and not _nccls_own(n, _exported_value(launcher, i, n))), None)
         if name is not None:
             raise InputError(f"{where}: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
-                             f"collectives take and is not read from here; {_TIMING_ENVIRONMENT[name]}, and drop "
+                             f"collectives take and is not read from here; {_fix(name, launcher, i)}, and drop "
                              f"it from the launcher's words")
+
+
+def _fix(name: str, launcher: list[str], i: int) -> str:
+    """What to give for ``name`` exported by ``launcher[i]``: an ``NCCL_ALGO`` list NCCL reads
+    per collective or as several (``allreduce:tree;broadcast:ring``, ``Ring,Tree``, ``^NVLS``)
+    has no ``cluster.nccl_algo`` to stand for it, which forces one algorithm on every collective."""
+    given = launcher[i].partition(f"{name}=")[2] if f"{name}=" in launcher[i] else _exported_value(launcher, i, name)
+    if name == "NCCL_ALGO" and given and any(mark in given for mark in ":;,^"):
+        return (f"cluster.nccl_algo forces one algorithm on every collective, and NCCL_ALGO={given} (a list, per "
+                f"collective or excluding) is not modelled: leave nccl_algo out for NCCL's own choice, or force one")
+    return _TIMING_ENVIRONMENT[name]
 
 
 def _check_counts(launch: Launch, gpus: int, gpus_per_node: int | None, where: str, gpus_where: str) -> None:
