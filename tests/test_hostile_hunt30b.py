@@ -278,3 +278,20 @@ def test_an_nccl_algo_list_is_not_told_to_become_one_forced_algorithm(tmp_path, 
     (line,) = error_lines(capsys, ["run", path, "--quiet"])
     assert "cluster.nccl_algo forces one algorithm on every collective, and NCCL_ALGO=" in line, line
     assert "is not modelled: leave nccl_algo out for NCCL's own choice, or force one" in line
+
+
+def test_a_sweep_named_in_wide_characters_keeps_its_first_line_within_the_width(tmp_path, capsys, monkeypatch):
+    # before: 'sweep <name>: 4 points, running 4 on ...' was wrapped by its characters, half a
+    # wide name's columns: 80 columns at COLUMNS=60
+    from simpy_astra.report.widths import text_width
+    from tests.scenario_files import SCENARIOS
+
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "全部归约的实现算法名称很长很长很长很长很长", "minimise": "finish_ns",
+                                     "base": str(SCENARIOS / "default.yaml"), "axes": {"network.bandwidth": [50, 100]}},
+                                    allow_unicode=True), encoding="utf-8")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out")]) == 0
+    first = capsys.readouterr().err.splitlines()[:2]
+    assert first[0].startswith("sweep 全部") and max(text_width(line) for line in first) <= 60, first
