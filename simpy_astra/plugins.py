@@ -85,6 +85,15 @@ def class_call(fn: Any) -> Any:
     return call if inspect.isfunction(call) else None
 
 
+def _static_call(fn: Any) -> Any:
+    """The function a callable instance's class runs where its ``__call__`` is a staticmethod or
+    a classmethod (which :func:`class_call`, a method taking the instance, leaves out), else None."""
+    if inspect.isroutine(fn) or inspect.isclass(fn) or hasattr(fn, "__code__"):
+        return None
+    call = inspect.getattr_static(type(fn), "__call__", None)
+    return call.__func__ if isinstance(call, staticmethod | classmethod) else None
+
+
 def call_makes(fn: Any) -> str | None:
     """'a generator function', 'an async function' or 'an async generator function' where
     calling ``fn`` (a function, a partial of one, or an object whose class's ``__call__`` is
@@ -93,7 +102,7 @@ def call_makes(fn: Any) -> str | None:
     of its lines)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    for f in (fn, class_call(fn)):
+    for f in (fn, class_call(fn), _static_call(fn)):
         if inspect.isgeneratorfunction(f):
             return "a generator function"
         if inspect.iscoroutinefunction(f):

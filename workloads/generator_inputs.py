@@ -9,6 +9,7 @@ import functools
 import hashlib
 import inspect
 import os
+import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -68,9 +69,11 @@ def held_digest(fn: Callable[..., Any]) -> str:
 
 
 def _held(value: Any, depth: int) -> str:
-    """``value`` as text that shows its state: an object of a default repr (or a dataclass) by
-    its attributes, an array by its contents, a partial by what it binds, a bound method by its
-    object, containers by their items."""
+    """``value`` as text that shows its state: a random generator by its state, an object of a
+    default repr (or a dataclass, or a class of the user's, whose repr need not show all it
+    holds) by its attributes, an array (numpy's, or any with ``dtype``, ``shape`` and
+    ``tolist``) and a pandas table by their contents, a partial by what it binds, a bound
+    method by its object, containers by their items."""
     if depth > 6:  # deeper state is read by its repr alone
         return shown(value)
     inner = functools.partial(_held, depth=depth + 1)
@@ -84,17 +87,48 @@ def _held(value: Any, depth: int) -> str:
         return f"{type(value).__name__}({sorted(items) if isinstance(value, set | frozenset) else items})"
     if isinstance(value, dict):
         return f"{{{', '.join(f'{inner(k)}: {inner(v)}' for k, v in value.items())}}}"
-    if all(hasattr(value, name) for name in ("dtype", "shape", "tobytes", "tolist")):
-        # an array (numpy's): its repr is a summary past 1,000 items, so its contents are read
-        # (an array of objects by its items: their bytes are addresses)
-        held = inner(value.tolist()) if value.dtype == object else hashlib.sha256(value.tobytes()).hexdigest()
+    state = _random_state(value)
+    if state is not None:  # a random generator's repr names its kind alone, not its seed
+        return f"{type(value).__name__}({inner(state)})"
+    if all(hasattr(value, name) for name in ("to_numpy", "shape", "index")) and not isinstance(value, type):
+        # a pandas table or series: its repr is a summary past 60 rows; its labels and contents
+        labels = [inner(getattr(value, name).to_numpy()) for name in ("columns", "index") if hasattr(value, name)]
+        return f"{type(value).__name__}({inner(value.to_numpy())}, {labels})"
+    if all(hasattr(value, name) for name in ("dtype", "shape", "tolist")) and not isinstance(value, type):
+        # an array (numpy's; a tensor without tobytes by its items): its repr is a summary past
+        # 1,000 items, so its contents are read (an array of objects by its items: their bytes are
+        # addresses)
+        held = hashlib.sha256(value.tobytes()).hexdigest() if hasattr(value, "tobytes") and value.dtype != object \
+            else inner(value.tolist())
         return f"{type(value).__name__}({value.dtype}, {value.shape}, {held})"
-    if (type(value).__repr__ is object.__repr__ or dataclasses.is_dataclass(value)) and not isinstance(value, type):
+    if (type(value).__repr__ is object.__repr__ or dataclasses.is_dataclass(value) or _users_class(type(value))) \
+            and not isinstance(value, type):
         # (a dataclass's repr holds its fields' reprs: an array's summary among them)
         state = dict(getattr(value, "__dict__", {}))
         state.update({n: getattr(value, n) for n in _slots(type(value)) if hasattr(value, n)})
         return f"{shown(value)}({', '.join(f'{k}={inner(v)}' for k, v in sorted(state.items()))})"
     return shown(value)
+
+
+def _random_state(value: Any) -> Any:
+    """The state of a random generator (Python's ``random.Random``, numpy's ``Generator`` or
+    ``RandomState``), else None: two seeded alike draw alike, two seeded apart do not."""
+    if isinstance(value, type):
+        return None
+    if isinstance(value, random.Random):
+        return value.getstate()
+    if hasattr(value, "bit_generator"):  # numpy's Generator
+        return value.bit_generator.state
+    if all(hasattr(value, name) for name in ("get_state", "randint", "seed")):  # numpy's RandomState
+        return value.get_state()
+    return None
+
+
+def _users_class(cls: type) -> bool:
+    """``cls`` is the user's own (its module a file of theirs, or their ``__main__``): its repr,
+    written by them, may leave out what its objects hold."""
+    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return cls.__module__ == "__main__" or isinstance(source, str) and is_users_file(source)
 
 
 def _slots(cls: type) -> list[str]:

@@ -338,13 +338,13 @@ def _say(out: Any, text: str, markup: str | None = None) -> None:
     """One of the sweep's own lines without a path: on a terminal as it is (the terminal wraps
     it), in a pipe or a file within :func:`plain_width`, wrapped at spaces. (A line naming a
     path stays whole, for grep; what follows the path goes on a line of its own.)"""
-    from simpy_astra.report.widths import plain_width
+    from simpy_astra.report.widths import plain_width, wrapped
 
     if out.console is not None:
         out.line(text, markup)
         return
-    for line in textwrap.wrap(text, plain_width(), subsequent_indent="  ", break_long_words=False,
-                              break_on_hyphens=False):
+    # by the columns it takes: a sweep named in Chinese ran to 80 at COLUMNS=60
+    for line in wrapped(text, plain_width(), subsequent_indent="  ", break_long_words=False):
         out.line(line)
 
 

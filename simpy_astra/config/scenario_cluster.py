@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 def refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_scale: float,
                                   user_network: bool) -> None:
     """ASTRA-sim's knobs that a cluster's job does not take, refused rather than run as if set:
-    its own communicator groups (tp, dp, pp...), and, on the preset's machine, the system
+    a generated job's own communicator groups (tp, dp, pp...; a user's traces bring none, so
+    their ``pg_name`` groups are given as on any network), and, on the preset's machine, the system
     model's endpoint-delay scaling and dimension queues: the preset sets its system to run
     collectives as NCCL does (timed by NCCL's model, broadcasts too; all-to-alls played as
     messages), and on a dense step x 1000 and 16 changed nothing to the ns."""
-    if "comm_groups" in doc:
+    if "comm_groups" in doc and isinstance(doc.get("workload"), dict):  # generate: ...
         raise InputError(f"{path}: field 'comm_groups': a cluster's job brings its own communicator groups "
                          f"(tp, dp, pp...), which these would replace; remove comm_groups")
     models = sorted({"link-model", "switch-model"} & set(doc["network"])) if isinstance(doc.get("network"), dict) else []

@@ -22,7 +22,7 @@ from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
 from simpy_astra.engine.nccl_names import BROADCAST, NO_FORCED_ALGORITHM
 from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
-from simpy_astra.errors import InvalidConfigurationError, with_article
+from simpy_astra.errors import InputError, InvalidConfigurationError, with_article
 from simpy_astra.network.rails import Rails
 
 
@@ -182,6 +182,12 @@ class NcclRendezvous:
               kind: str = ALL_REDUCE, name: str = "") -> None:
         """NPU ``npu`` issues collective node ``node_id`` (one of :data:`TIMED`; ``name``, the
         node's, for errors); ``npu.complete_soon(node_id)`` is called when it is done."""
+        system = npu.system  # watched (sim.on): its collective_start now, its collective_end at the end
+        watched = system.probe_collective_start is not None or system.probe_collective_end is not None
+        done = system.announced(kind, size_bytes, partial(npu.complete_soon, node_id)) if watched else None
+        if size_bytes == 0:  # NCCL discards an empty collective (enqueue.cc's taskAppend): no launch, no wait
+            npu.clock.register(0, *((_call, done) if done else (npu.complete_soon, node_id)))
+            return
         members = self.timing.group(npu.npu_id, dims, involved)
         group = id(members)  # one tuple a group, kept for the run (NcclAllReduce._groups): hashing
         # a 16,384-member tuple at each of its members' calls costs the square of the count
@@ -191,21 +197,34 @@ class NcclRendezvous:
             expected = self._expected[group] = sum(1 for m in members if m in self.simulated)
         key = (group, seq)
         arrived = self._pending.setdefault(key, [])
-        system = npu.system  # watched (sim.on): its collective_start now, its collective_end at the end
-        watched = system.probe_collective_start is not None or system.probe_collective_end is not None
-        arrived.append((npu, node_id, system.announced(kind, size_bytes, partial(npu.complete_soon, node_id))
-                        if watched else None))
+        arrived.append((npu, node_id, done, size_bytes))
         if len(arrived) < expected:
             return
         del self._pending[key]
+        _same_count(arrived, kind, members)
         now = npu.clock.env.now
         end = max(now, self._busy_until.get(group, 0)) + self.timing.duration_ns(members, size_bytes, kind, name)
         self._busy_until[group] = end
-        for who, nid, announced in arrived:
+        for who, nid, announced, _ in arrived:
             if announced is None:
                 who.clock.register(end - now, who.complete_soon, nid)
             else:
                 who.clock.register(end - now, _call, announced)
+
+
+def _same_count(arrived: list, kind: str, members: tuple[int, ...]) -> None:
+    """Refuse a collective whose members give it other sizes (NCCL's ranks must agree on the
+    count: a real job hangs or reads past a buffer), naming two of them; the timing took the
+    last one's size in silence."""
+    first = arrived[0]
+    other = next((a for a in arrived if a[3] != first[3]), None)
+    if other is not None:
+        shown = f"{list(members[:8])}{' ...' if len(members) > 8 else ''}"
+        raise InputError(f"{other[0].source}: node {other[1]}: this {kind.replace('_', '-')} moves {other[3]:,} "
+                         f"bytes (comm_size) on NPU {other[0].npu_id}, but {first[3]:,} on NPU {first[0].npu_id} "
+                         f"(node {first[1]} of {first[0].source}), over the group {shown}; NCCL's ranks must give "
+                         f"a collective one count (a real job hangs or reads past a buffer): give its nodes one "
+                         f"comm_size")
 
 
 def _call(done: Callable[[], None]) -> None:

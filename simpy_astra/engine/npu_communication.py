@@ -51,12 +51,12 @@ class NpuCommunication(CommunicatingPart):
                                                                    node.id)
         involved = self._involved(node, kind, plan, custom)
         node_id = node.id
+        if custom is None:  # NCCL's model too: a group of one ran in 0 ns, where messages played refused it
+            self._refuse_lone(node, kind, pg, plan, involved)
         nccl = self.services.nccl
         if nccl is not None and kind in nccl.TIMED and custom is None:
             nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
             return
-        if custom is None:
-            self._refuse_lone(node, kind, pg, plan, involved)
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
                                         self.clock.env.now))
@@ -73,49 +73,54 @@ class NpuCommunication(CommunicatingPart):
         ASTRA-sim replays one (it has no broadcast to simulate)."""
         nccl = self.services.nccl
         if nccl is not None and NCCL_BROADCAST in nccl.TIMED:
-            ring = COLLECTIVE_KINDS[ALL_GATHER]
-            plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, ring,
-                                                                 node.get_str("pg_name", ""), node.id)
+            ring, pg = COLLECTIVE_KINDS[ALL_GATHER], node.get_str("pg_name", "")
+            plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, ring, pg,
+                                                                 node.id)
             if custom is None:
-                involved = plan.involved or self._involved(node, ring, plan, custom)
-                nccl.issue(self, plan.dims, involved, size, node.id, NCCL_BROADCAST, node.name)
+                involved = self._involved(node, ring, plan, custom, NCCL_BROADCAST)
+                self._refuse_lone(node, NCCL_BROADCAST, pg, plan, involved)
+                nccl.issue(self, plan.dims, plan.involved or involved, size, node.id, NCCL_BROADCAST, node.name)
                 return
         self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
 
-    def _involved(self, node, kind: str, plan, custom) -> list[bool]:
+    def _involved(self, node, kind: str, plan, custom, what: str = "") -> list[bool]:
         """The dimensions a default-group collective runs over: its ``involved_dim``, by default
         all (ASTRA-sim's four, and past four every one, where ASTRA-sim reads past its default's
         end). A list shorter than the collective's dimensions is refused: ASTRA-sim reads past its
-        end too, and here the dimensions it leaves out ran without a word."""
+        end too, and here the dimensions it leaves out ran without a word. ``what``: the node's
+        own collective where it runs over ``kind``'s dimensions (a broadcast, an all-gather's)."""
         if not node.has_attr("involved_dim"):
             return [True] * max(4, len(plan.dims))
         involved = list(node.get_bool_list("involved_dim"))
         if plan.involved is None and custom is None and len(involved) < len(plan.dims):
             key = kind.replace("_", "-") + "-implementation"
+            own = f"this {what} runs over an all-gather's {len(plan.dims)}" if what else \
+                f"this {kind.replace('_', '-')} runs over {len(plan.dims)}"
             raise InputError.in_file(self.source, f"node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
-                                     f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
-                                     f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
+                                     f"{own} ({key} in {self.config.source}); ASTRA-sim reads past the list's end; "
+                                     f"give one entry per dimension")
         return involved
 
     def _refuse_lone(self, node, kind: str, pg: str, plan, involved: list[bool]) -> None:
         """Refuse a collective with no other NPU to run with (the reference never finishes
-        it), naming the node's field that leads there: its pg_name (a group of one NPU) or
-        its involved_dim (no dimension marked)."""
+        it; a broadcast NCCL's model times would take 0 ns, its recorded duration unread),
+        naming the node's field that leads there: its pg_name (a group of one NPU) or its
+        involved_dim (no dimension marked)."""
         inv = plan.involved if plan.involved is not None else involved
         if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
             return
         what = with_article(kind)
+        why = ("NCCL's model, which times a preset's broadcasts, would give it 0 ns" if kind == NCCL_BROADCAST
+               else "the reference never finishes it")
         if plan.involved is not None:  # a communicator group's plan
             members = [m for dim in plan.dims for m in dim.members]
             raise InputError.in_file(self.source, f"node {node.id}: pg_name '{pg}' is communicator group {pg} "
-                                     f"{members}, of one NPU, so {what} has no other NPU to run with (the "
-                                     f"reference never finishes it); give group {pg} two or more NPUs, or "
-                                     f"leave out the node's pg_name")
+                                     f"{members}, of one NPU, so {what} has no other NPU to run with ({why}); "
+                                     f"give group {pg} two or more NPUs, or leave out the node's pg_name")
         shown = "[" + ", ".join("true" if b else "false" for b in involved) + "]"
         raise InputError.in_file(self.source, f"node {node.id}: involved_dim {shown} marks none of the "
                                  f"{len(plan.dims)} dimension(s) {what} runs over, so it has no other NPU to run "
-                                 f"with (the reference never finishes it); mark one true, or leave out "
-                                 f"involved_dim (all dimensions)")
+                                 f"with ({why}); mark one true, or leave out involved_dim (all dimensions)")
 
     def _send(self, node) -> None:
         src = node.get_int("comm_src", self.npu_id)

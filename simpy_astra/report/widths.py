@@ -135,15 +135,23 @@ def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, in
     word longer than a line broken in it), ``tail`` whole after the last word: a plain line is
     read once, so nothing is cut ("...") from it (two points of a sweep whose last coordinates
     were cut read alike)."""
-    import textwrap
-
     for head in heads:
         if text_width(head) + text_width(tail) <= first_room:
             return [head + tail]
-    lead = "\0" * max(0, width - first_room)  # the room the line's own start takes
-    glued = tail.replace(" ", "\u00a0")  # textwrap breaks at ASCII spaces only: the figure stays whole
-    lines = textwrap.wrap(lead + heads[-1] + glued, width, subsequent_indent=indent, break_on_hyphens=False)
-    return [line.replace("\0", "").replace("\u00a0", " ") for line in lines]
+    # the room the line's own start takes, a column a mark (wrapped's own NUL marks a wide
+    # character's second column); counted by columns, a wide coordinate ran 4 past a line
+    lead = _LEAD * max(0, width - first_room)
+    lines = wrapped(lead + heads[-1], width, subsequent_indent=indent)
+    last = lines.pop()
+    if text_width(last) + text_width(tail) > width:  # the figure whole: the line's end goes down with it
+        kept, moved = cut(last, width - text_width(tail))
+        lines.append(kept.rstrip())
+        last = indent + moved.lstrip()
+    return [line.replace(_LEAD, "") for line in [*lines, last + tail]]
+
+
+#: what stands for a column of a line's start while :func:`fit_wrapped` wraps (no text holds it)
+_LEAD = "\x01"
 
 
 def first_fitting(wordings: Sequence[str], width: int = PLAIN_WIDTH) -> str:

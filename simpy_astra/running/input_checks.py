@@ -128,7 +128,7 @@ def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: Simul
     """What a run's inputs together would have it do in silence, said before time starts
     (``topologies``: the network's dimensions as topology objects)."""
     return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
-                              replayed_broadcasts(npus, cfg), unused_comm_groups(npus, inputs),
+                              replayed_broadcasts(npus, cfg, inputs), unused_comm_groups(npus, inputs),
                               *short_implementation_lists(npus, cfg, dims, inputs.comm_groups),
                               switchless_switch_model(inputs, topologies))
             if line]
@@ -153,12 +153,13 @@ def switchless_switch_model(inputs: SimulationInputs, topologies: list) -> str |
             f"a switch")
 
 
-def replayed_broadcasts(npus: list, cfg: SystemConfig) -> str | None:
+def replayed_broadcasts(npus: list, cfg: SystemConfig, inputs: SimulationInputs) -> str | None:
     """A warning when a BROADCAST collective records no duration: ASTRA-sim does not simulate
     broadcasts, it replays them from ``duration_micros`` (1 ns when 0), and so do we, so a
-    1 MiB broadcast ran in 1 ns without a word. Replay-only says so already; checked on one
-    simulated NPU (cheap)."""
-    if cfg.replay_only or not npus:
+    1 MiB broadcast ran in 1 ns without a word. Replay-only says so already; a cluster preset
+    whose NCCL model times broadcasts replays none (the warning said 1 ns of a broadcast timed
+    at 44 us); checked on one simulated NPU (cheap)."""
+    if cfg.replay_only or not npus or _nccl_times_broadcasts(cfg, inputs):
         return None
     timeless, casts = _without_duration(
         npus, lambda n: n.type == COMM_COLL_NODE and n.attrs.get("comm_type", (None, None))[1] == BROADCAST)
@@ -167,6 +168,14 @@ def replayed_broadcasts(npus: list, cfg: SystemConfig) -> str | None:
     return (f"{_workload_name(npus[0])}: {timeless} of {casts} BROADCAST collective(s) record no duration "
             f"(duration_micros 0); as in ASTRA-sim, a broadcast is not simulated but replayed from its duration, "
             f"so each takes 1 ns and its bytes never cross the network; give it a duration_micros, or an all-gather")
+
+
+def _nccl_times_broadcasts(cfg: SystemConfig, inputs: SimulationInputs) -> bool:
+    """NCCL's model times every broadcast of the run (the NPU's ``_broadcast``): a preset's
+    timer is built, and no custom all-gather (whose plan a broadcast's group is read from) or
+    per-node collective leaves one to be replayed."""
+    return (inputs.network.nccl is not None and not cfg.per_node_custom
+            and "all_gather" not in cfg.custom_implementations)
 
 
 def _without_duration(npus: list, picked: Callable[[Any], bool]) -> tuple[int, int]:

@@ -205,11 +205,11 @@ def _same_point(out: Output, title: str, entry: dict[str, Any], best: dict[str, 
 
 
 def _lines(out: Output, text: str, indent: str) -> None:
-    """``text`` on one line on a terminal (which wraps it), else wrapped within plain_width(),
-    a coordinate or a path never cut."""
-    for line in [indent + text] if out.console is not None else textwrap.wrap(
-            text, plain_width(), initial_indent=indent, subsequent_indent=indent + "  ", break_long_words=False,
-            break_on_hyphens=False):
+    """``text`` on one line on a terminal (which wraps it), else wrapped within plain_width() by
+    the columns it takes (a wide character two), a coordinate longer than a line broken in it as
+    the best's line breaks one, never cut ("tied with" ran to 91 columns beside an 80-column best)."""
+    for line in [indent + text] if out.console is not None else wrapped(
+            indent + text, plain_width(), subsequent_indent=indent + "  "):
         out.line(line)
 
 

@@ -1,5 +1,5 @@
 """A launcher pasted before ``pretrain_gpt.py`` (torchrun, mpirun, srun, deepspeed; horovodrun,
-``accelerate launch``, Cray's aprun and ``flux run``): the GPUs it
+``accelerate launch``, Cray's aprun, ``flux run`` and LSF's jsrun): the GPUs it
 starts and the NCCL settings it exports, read from the words the command line was split into
 once (:func:`~simpy_astra.workloads.megatron.command_line.launch_line`), and the one place that
 holds them to the job. Its words are not Megatron-LM's and are dropped before those are read,
@@ -24,11 +24,18 @@ _FLAGS = {
     "accelerate": (("--num_processes", "--num-processes"), (), ("--num_machines", "--num-machines")),
     "aprun": (("-n", "--pes"), ("-N", "--pes-per-node"), ()),
     "flux": (("-n", "--ntasks"), ("--tasks-per-node",), ("-N", "--nodes")),
+    # LSF: resource sets (-n) of -a tasks each, -r of them a host; or -p tasks in all
+    "jsrun": (("-n", "--nrs", "-p", "--np"), ("-r", "--rs_per_host"), ()),
 }
+#: a launcher's flags that give no count alone: jsrun's tasks a resource set (1 by default),
+#: which its sets' counts multiply; DeepSpeed's host list (``--include host-a:0,1@host-b``)
+_OTHER_FLAGS = {"jsrun": ("-a", "--tasks_per_rs"), "deepspeed": ("--include", "-i")}
+#: jsrun's counts of resource sets, which its tasks a set multiply
+_RESOURCE_SETS = ("-n", "--nrs", "-r", "--rs_per_host")
 #: the words that start each launcher (``python -m torch.distributed.run`` starts torchrun)
 _NAMES = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun", "torch.distributed.run": "torchrun",
           "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "srun": "srun", "deepspeed": "deepspeed",
-          **{name: name for name in ("horovodrun", "accelerate", "aprun", "flux")}}  # accelerate launch, flux run
+          **{name: name for name in ("horovodrun", "accelerate", "aprun", "flux", "jsrun")}}  # accelerate launch, flux run
 
 #: NCCL's variables that change how long a collective takes, each -> the fix: a launcher exports
 #: them (``mpirun -x NCCL_ALGO=Tree``, ``srun --export=ALL,NCCL_PROTO=Simple``, ``NCCL_ALGO=Tree
@@ -45,7 +52,9 @@ _TIMING_ENVIRONMENT = {
                         "simpy_astra/network/rails.py)",
 }
 #: NCCL's own value of a variable above, what it does unset (its guide: P2P, SHM, IB and PXN are
-#: disabled, CollNet enabled, by 1): exported so (``mpirun -x NCCL_IB_DISABLE=0``), it changes nothing
+#: disabled, CollNet enabled, by 1): exported so (``mpirun -x NCCL_IB_DISABLE=0``), it changes nothing;
+#: nor does any exported empty (``NCCL_ALGO=``): NCCL reads an empty number as unset (``ncclLoadParam``:
+#: ``strlen(str) > 0``) and an empty list as no change (``parseList`` in tuning.cc finds no token)
 _NCCL_OWN_VALUES = {"NCCL_IB_DISABLE": "0", "NCCL_P2P_DISABLE": "0", "NCCL_SHM_DISABLE": "0",
                     "NCCL_COLLNET_ENABLE": "0", "NCCL_PXN_DISABLE": "0"}
 #: a variable named in a word: ``NAME=value``, ``-x NAME``, ``--export=ALL,NAME=value``
@@ -113,6 +122,13 @@ def read(launcher: list[str]) -> Launch | None:
     if not kind or not found:
         return None
     counts = {flag: _count(flag, value) for flag, value in found.items()}
+    if kind == "jsrun":  # a resource set's count times its tasks a set (-a, 1 by default)
+        tasks = next((counts[f] for f in _OTHER_FLAGS[kind] if f in counts), _ONE)
+        counts.update({f: None if c is None or tasks is None else (c[0] * tasks[0], c[1] * tasks[1])
+                       for f, c in counts.items() if f in _RESOURCE_SETS})
+    hosts = next((found[f] for f in _OTHER_FLAGS["deepspeed"] if f in found), None) if kind == "deepspeed" else None
+    if hosts is not None:
+        return _included(hosts, " x ".join(f"{flag} {found[flag]}" for flag in found))
     total, per_node, nodes = (next((counts[f] for f in flags if f in counts), _ABSENT) for flags in _FLAGS[kind])
     if kind == "torchrun":  # its defaults: one node, one process on it
         per_node, nodes = (_ONE if c is _ABSENT else c for c in (per_node, nodes))
@@ -131,7 +147,7 @@ def _flag_and_value(kind: str, launcher: list[str], i: int) -> tuple[str, str] |
     ``--map-by`` that gives no processes a node (``socket``)."""
     attached = _ATTACHED.fullmatch(launcher[i])
     flag, eq, value = (attached.group(1), "=", attached.group(2)) if attached else launcher[i].partition("=")
-    if not any(flag in names for names in _FLAGS[kind]):
+    if not any(flag in names for names in (*_FLAGS[kind], _OTHER_FLAGS.get(kind, ()))):
         return None
     value = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
     return None if flag == "--map-by" and not _PROCESSES_A_NODE.match(value) else (flag, value)
@@ -151,6 +167,17 @@ def _count(flag: str, value: str) -> Count | None:
 
 #: a count as a launcher writes it: ``8``, or a range, ``1:4`` (torchrun) or ``2-4`` (Slurm)
 _RANGE = re.compile(r"(\d+)(?:[:-](\d+))?")
+
+
+def _included(hosts: str, how: str) -> Launch:
+    """What DeepSpeed's ``--include`` starts: its hosts (``@`` between them), each on the GPUs it
+    lists (``host:0,1``) or, listing none, on all of its node's. A mix is left uncounted."""
+    slots = [spec.partition(":")[2] for spec in hosts.split("@")]
+    if all(slots):
+        counts = [len(listed.split(",")) for listed in slots]
+        per_node = (counts[0],) * 2 if len(set(counts)) == 1 else None
+        return Launch((sum(counts),) * 2, per_node, (len(counts),) * 2, how)
+    return Launch(None, None, None if any(slots) else (len(slots),) * 2, how)
 
 
 def _exported_value(launcher: list[str], i: int, name: str) -> str | None:
@@ -175,12 +202,23 @@ def check(launcher: list[str], gpus: int, gpus_per_node: int | None, where: str,
     for i, word in enumerate(launcher):
         if _unset(launcher, i):  # env -u NCCL_ALGO: NCCL's own choice, as the simulator runs it
             continue
-        name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT and not (
-            n in _NCCL_OWN_VALUES and _exported_value(launcher, i, n) == _NCCL_OWN_VALUES[n])), None)
+        name = next((n for n in _VARIABLE.findall(word) if n in _TIMING_ENVIRONMENT
+                     and not _nccls_own(n, _exported_value(launcher, i, n))), None)
         if name is not None:
             raise InputError(f"{where}: the pasted launcher sets {name} ({word}), which changes how long NCCL's "
-                             f"collectives take and is not read from here; {_TIMING_ENVIRONMENT[name]}, and drop "
+                             f"collectives take and is not read from here; {_fix(name, launcher, i)}, and drop "
                              f"it from the launcher's words")
+
+
+def _fix(name: str, launcher: list[str], i: int) -> str:
+    """What to give for ``name`` exported by ``launcher[i]``: an ``NCCL_ALGO`` list NCCL reads
+    per collective or as several (``allreduce:tree;broadcast:ring``, ``Ring,Tree``, ``^NVLS``)
+    has no ``cluster.nccl_algo`` to stand for it, which forces one algorithm on every collective."""
+    given = launcher[i].partition(f"{name}=")[2] if f"{name}=" in launcher[i] else _exported_value(launcher, i, name)
+    if name == "NCCL_ALGO" and given and any(mark in given for mark in ":;,^"):
+        return (f"cluster.nccl_algo forces one algorithm on every collective, and NCCL_ALGO={given} (a list, per "
+                f"collective or excluding) is not modelled: leave nccl_algo out for NCCL's own choice, or force one")
+    return _TIMING_ENVIRONMENT[name]
 
 
 def _check_counts(launch: Launch, gpus: int, gpus_per_node: int | None, where: str, gpus_where: str) -> None:
@@ -208,6 +246,11 @@ def _check_counts(launch: Launch, gpus: int, gpus_per_node: int | None, where: s
 def _shown(count: Count) -> str:
     """``16``, or an elastic range as ``8 to 32``."""
     return f"{count[0]:,}" if count[0] == count[1] else f"{count[0]:,} to {count[1]:,}"
+
+
+def _nccls_own(name: str, value: str | None) -> bool:
+    """``value``, exported as ``name``, leaves NCCL's own setting (None: unknown, ``-x NAME``)."""
+    return value is not None and value in ("", _NCCL_OWN_VALUES.get(name))
 
 
 def _unset(launcher: list[str], i: int) -> bool:
