@@ -53,7 +53,7 @@ class NpuCommunication(CommunicatingPart):
         node_id = node.id
         nccl = self.services.nccl
         if nccl is not None and kind in nccl.TIMED and custom is None:
-            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
+            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind, node.name)
             return
         if custom is None:
             self._refuse_lone(node, kind, pg, plan, involved)
