@@ -20,6 +20,7 @@ import yaml
 
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.errors import InputError
+from tests.scenario_files import custom_ring
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A100 = os.path.join(ROOT, "simpy_astra", "config", "clusters", "dgx-a100-80gb.yaml")
@@ -139,25 +140,12 @@ def test_a_backend_that_plays_messages_replays_the_broadcast_for_its_recorded_du
     assert recorded_us == 2 and casts and {int(r["duration_ns"]) for r in casts} == {recorded_us * 1000}
 
 
-def _custom_gather(folder, npus: int) -> str:
-    """A custom all-gather of one ring step (each rank sends 64 KiB to the next): its prefix."""
-    from simpy_astra.workloads.chakra import make_node, write_et
-    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
-
-    for rank in range(npus):
-        size = {"comm_size": 65536, "comm_tag": 0}
-        write_et(str(folder / f"gather.{rank}.et"),
-                 [make_node(0, "send", COMM_SEND_NODE, attrs={"comm_dst": (rank + 1) % npus, **size}),
-                  make_node(1, "recv", COMM_RECV_NODE, attrs={"comm_src": (rank - 1) % npus, **size})])
-    return str(folder / "gather")
-
-
 def test_a_custom_all_gather_leaves_the_broadcast_timed_as_nccls_ring(tmp_path):
     # before: a system's custom all-gather (all-gather-implementation-custom) sent every
     # broadcast back to its recorded duration (1 us), though NCCL runs a broadcast by its own
     # ring whatever the all-gathers run: the same 27,419 ns as the preset's own system
     system = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "cluster").system_mapping()
-    system["all-gather-implementation-custom"] = [_custom_gather(tmp_path, 8)]
+    system["all-gather-implementation-custom"] = [custom_ring(tmp_path, 8)]
     done = _run(tmp_path, 8, {}, {"system": system})
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "csv" / "nodes.csv") as f:
@@ -195,7 +183,7 @@ def test_a_broadcast_whose_all_gather_has_no_plan_says_so_in_one_line(tmp_path):
         write_et(str(tmp_path / f"bc.{rank}.et"), [make_node(1, "bc", COMM_COLL_NODE, attrs={
             "comm_type": BROADCAST, "comm_size": MIB})])
     system = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "cluster").system_mapping()
-    system["all-gather-implementation-custom"] = [_custom_gather(tmp_path, 8)]
+    system["all-gather-implementation-custom"] = [custom_ring(tmp_path, 8)]
     del system["all-gather-implementation"]
     scenario = tmp_path / "s.yaml"
     scenario.write_text(json.dumps({"workload": "bc", "cluster": {"preset": "dgx-a100-80gb", "gpus": 8},
