@@ -76,3 +76,16 @@ def headline_and_warnings(capsys, path: str) -> tuple[str, list[str]]:
     assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
     captured = capsys.readouterr()
     return captured.out, plain(captured.err).strip().splitlines()
+
+
+def custom_ring(folder: Path, npus: int) -> str:
+    """A custom collective of one ring step (each rank sends 64 KiB to the next): its prefix."""
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
+
+    for rank in range(npus):
+        size = {"comm_size": 65536, "comm_tag": 0}
+        write_et(str(folder / f"ring.{rank}.et"),
+                 [make_node(0, "send", COMM_SEND_NODE, attrs={"comm_dst": (rank + 1) % npus, **size}),
+                  make_node(1, "recv", COMM_RECV_NODE, attrs={"comm_src": (rank - 1) % npus, **size})])
+    return str(folder / "ring")

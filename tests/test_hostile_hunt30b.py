@@ -118,8 +118,8 @@ def test_a_broadcasts_short_involved_dim_names_the_broadcast(tmp_path, capsys):
     # before: 'but this all-gather runs over 2' of a node that is a broadcast
     path = _user_trace_on_a_preset(tmp_path, involved_dim=[True])
     (line,) = error_lines(capsys, ["run", path, "--quiet"])
-    assert "node 1: involved_dim lists 1 dimension(s), but this broadcast runs over an all-gather's 2 " \
-           "(all-gather-implementation in " in line, line
+    assert "node 1: involved_dim lists 1 dimension(s), but this broadcast runs over 2 " \
+           "(its all-gather's, all-gather-implementation in " in line, line
 
 
 def test_a_users_traces_on_a_preset_take_their_communicator_groups(tmp_path, capsys):

@@ -110,3 +110,15 @@ def test_the_first_launch_after_a_synchronisation_is_charged():
     assert _host_nodes(TODAY, 1, [short]) == []
     # today's 1F1B at pp 2 synchronises after each batched exchange (batch_p2p_sync)
     assert _host_nodes(TODAY + "--pipeline-model-parallel-size 2", 2, [short]) == [("t.host", 10)]
+
+
+def test_a_broadcasts_replayed_duration_is_its_bytes_over_the_tp_link_and_refused_on_another_dim():
+    """A tp broadcast records its bytes once over the tp link: 16 KiB at 16.384 GB/s is 1 us,
+    1 MiB at it 64 us. Only the tp link's rate is known: a broadcast on another dimension was
+    given the tp link's time, and is refused instead, naming the dimension."""
+    schedule = StageSchedule(parse(TODAY + "--tensor-model-parallel-size 2", 8), _a100(), 0, 16.384)
+    assert schedule.g.ops[schedule.collective("b", BROADCAST, "tp", 16_384)].duration_us == 1
+    assert schedule.g.ops[schedule.collective("b", BROADCAST, "tp", 1_048_576)].duration_us == 64
+    with pytest.raises(ValueError, match="^broadcast 'b' over dp: a broadcast's replayed time is known on tp's link "
+                                         "alone"):
+        schedule.collective("b", BROADCAST, "dp", 16_384)

@@ -20,6 +20,7 @@ import yaml
 
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.errors import InputError
+from tests.scenario_files import custom_ring
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 A100 = os.path.join(ROOT, "simpy_astra", "config", "clusters", "dgx-a100-80gb.yaml")
@@ -87,10 +88,10 @@ def test_a_forced_algorithm_other_than_the_ring_stops_at_a_broadcast(algo):
         .duration_ns(tuple(range(16)), MIB, "broadcast") > 0
 
 
-def _run(tmp_path, tp: int, cluster: dict) -> subprocess.CompletedProcess:
+def _run(tmp_path, tp: int, cluster: dict, extra: dict | None = None) -> subprocess.CompletedProcess:
     scenario = tmp_path / "s.yaml"
     scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": ARGS + str(tp)},
-                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": tp, **cluster}}))
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": tp, **cluster}, **(extra or {})}))
     env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
     return subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--csv-out",
                            str(tmp_path / "csv"), "--quiet"], capture_output=True, text=True, env=env, cwd=ROOT)
@@ -137,3 +138,60 @@ def test_a_backend_that_plays_messages_replays_the_broadcast_for_its_recorded_du
         casts = [r for r in csv.DictReader(f) if r["npu"] == "0" and r["name"].endswith(".batch.tokens.broadcast")]
     recorded_us = round(32 * 2048 * 8 / (_node()["nvlink_gib_s"] * GIB / 1e9 * 1e3))
     assert recorded_us == 2 and casts and {int(r["duration_ns"]) for r in casts} == {recorded_us * 1000}
+
+
+def test_a_custom_all_gather_leaves_the_broadcast_timed_as_nccls_ring(tmp_path):
+    # before: a system's custom all-gather (all-gather-implementation-custom) sent every
+    # broadcast back to its recorded duration (1 us), though NCCL runs a broadcast by its own
+    # ring whatever the all-gathers run: the same 27,419 ns as the preset's own system
+    system = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "cluster").system_mapping()
+    system["all-gather-implementation-custom"] = [custom_ring(tmp_path, 8)]
+    done = _run(tmp_path, 8, {}, {"system": system})
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        casts = [r for r in csv.DictReader(f) if r["npu"] == "0" and r["name"].endswith(".batch.tokens.broadcast")]
+    assert casts and {int(r["duration_ns"]) for r in casts} == {by_hand_ns(1, 16 * KIB)} == {27_419}
+
+
+def test_a_broadcasts_short_involved_dim_is_refused_naming_the_broadcast(tmp_path):
+    # before: "this all-gather runs over 2", of a broadcast node on a two-node preset
+    from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+    from simpy_astra.workloads.chakra.writer import make_node, write_et
+
+    for rank in range(16):
+        write_et(str(tmp_path / f"bc.{rank}.et"), [make_node(1, "bc", COMM_COLL_NODE, attrs={
+            "comm_type": BROADCAST, "comm_size": MIB, "involved_dim": [True]})])
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(json.dumps({"workload": "bc", "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}}))
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--quiet"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    err = done.stderr.strip()
+    assert done.returncode == 2 and "\n" not in err and "all-gather runs" not in err, err
+    assert err.startswith(f"error: {tmp_path / 'bc.0.et'}: node 1: involved_dim lists 1 dimension(s), but this "
+                          f"broadcast runs over 2 "), err
+    assert err.endswith("give one entry per dimension"), err
+
+
+def test_a_broadcast_whose_all_gather_has_no_plan_says_so_in_one_line(tmp_path):
+    # a system giving all-gathers a custom collective alone (no all-gather-implementation): the
+    # broadcast, timed on the NPUs its group's all-gather runs over, has none to run on. Before,
+    # it was replayed for the duration it records (none here: 1 ns)
+    from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+    from simpy_astra.workloads.chakra.writer import make_node, write_et
+
+    for rank in range(8):
+        write_et(str(tmp_path / f"bc.{rank}.et"), [make_node(1, "bc", COMM_COLL_NODE, attrs={
+            "comm_type": BROADCAST, "comm_size": MIB})])
+    system = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "cluster").system_mapping()
+    system["all-gather-implementation-custom"] = [custom_ring(tmp_path, 8)]
+    del system["all-gather-implementation"]
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(json.dumps({"workload": "bc", "cluster": {"preset": "dgx-a100-80gb", "gpus": 8},
+                                    "system": system}))
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--quiet"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    err = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert err.startswith(f"error: {tmp_path / 'bc.0.et'}: node 1: this broadcast runs on the NPUs its group's "
+                          f"all-gather runs over, which has no plan here: {scenario}: system: field "
+                          f"'all-gather-implementation' is missing"), err

@@ -221,7 +221,8 @@ def test_nccl_algo_tree_on_an_all_gather_stops_as_nccl_does(tmp_path, capsys, mo
     """``NCCL_ALGO=Tree`` leaves an all-gather (or a reduce-scatter) no algorithm, and NCCL 2.24
     on stops ('No algorithm/protocol available ... NCCL_ALGO was set to Tree') rather than fall
     back to the ring: the run stops with one line naming the field and the fix. The same
-    cluster's all-reduce runs the tree."""
+    cluster's all-reduce runs the tree. The error names the trace's node it stopped at (it named
+    a broadcast's alone)."""
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
     assert _microbench(tmp_path, "all_reduce", "tree")[0] == 0
@@ -230,7 +231,8 @@ def test_nccl_algo_tree_on_an_all_gather_stops_as_nccl_does(tmp_path, capsys, mo
         code, path = _microbench(tmp_path, kind, "tree")
         err = capsys.readouterr().err.strip()
         assert code == 2 and "\n" not in err and "Traceback" not in err
-        assert f"cluster.nccl_algo: tree: NCCL's tree runs all-reduces only, and this job issues {what}" in err
+        assert (f"cluster.nccl_algo: tree: NCCL's tree runs all-reduces only, and this job issues {what} (node "
+                f"'{kind}_16npus_1MB', over a group of 16 GPUs), and NCCL_ALGO=TREE stops NCCL there") in err
         assert err.endswith("leave nccl_algo out for NCCL's choice, or force ring")
 
 
@@ -263,7 +265,7 @@ def test_nccl_algo_pat_forces_pat_where_nccl_has_it_and_stops_elsewhere(tmp_path
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and "Traceback" not in err
     assert "cluster.nccl_algo: pat: NCCL's PAT runs reduce-scatters and all-gathers only, and this job issues " \
-           "an all-reduce" in err
+           "an all-reduce (node 'all_reduce_16npus_1MB', over a group of 16 GPUs), and NCCL_ALGO=PAT" in err
     assert err.endswith("leave nccl_algo out for NCCL's choice, or force ring or tree")
 
 

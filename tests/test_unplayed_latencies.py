@@ -16,6 +16,7 @@ from simpy_astra.config.scenario_workload import prepare_workload
 from simpy_astra.workloads.transformer.graph import COLL, RECV, SEND
 from tests.scenario_files import (
     SMALL_GPT_ARGS,
+    custom_ring,
     headline_and_warnings,
     megatron_scenario,
     megatron_sweep,
@@ -88,26 +89,13 @@ def test_a_backend_that_plays_collectives_as_messages_reads_them_at_pp1(tmp_path
     assert slow[0] != plain[0]
 
 
-def _custom_ring(folder, npus: int) -> str:
-    """A custom collective of one ring step (each rank sends 64 KiB to the next): its prefix."""
-    from simpy_astra.workloads.chakra import make_node, write_et
-    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
-
-    for rank in range(npus):
-        size = {"comm_size": 65536, "comm_tag": 0}
-        write_et(str(folder / f"ring.{rank}.et"),
-                 [make_node(0, "send", COMM_SEND_NODE, attrs={"comm_dst": (rank + 1) % npus, **size}),
-                  make_node(1, "recv", COMM_RECV_NODE, attrs={"comm_src": (rank - 1) % npus, **size})])
-    return str(folder / "ring")
-
-
 def test_beside_a_system_of_its_own_latencies_are_said_unless_it_plays_a_custom_collective(tmp_path, capsys):
     # before: a scenario's own system silenced the warning, though NCCL's model times its
     # all-reduces as it does the preset's (a system naming other algorithms is refused): both
     # latencies 100x ran the same step in silence. A custom collective (``*-implementation-custom``)
     # is played as messages on the routes: there they move the step, and nothing is said
     system = load_cluster(H100S, "cluster").system_mapping()
-    custom = {**system, "all-reduce-implementation-custom": [_custom_ring(tmp_path, 16)]}
+    custom = {**system, "all-reduce-implementation-custom": [custom_ring(tmp_path, 16)]}
     runs = {}
     for name, sys_doc in (("own", system), ("custom", custom)):
         runs[name] = [headline_and_warnings(capsys, write_yaml(

@@ -146,11 +146,13 @@ class CollectivePlanner:
         return cfg.custom_implementations.get(kind)
 
     def collective_plan(self, system: SystemLayer, groups: dict[int, CommunicatorGroup], source: str,
-                        kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
+                        kind: str, pg_name: str, node_id: int,
+                        customs: bool = True) -> tuple[CollectivePlan, str | None]:
         """Which algorithm(s) and which NPUs a collective node runs on, for the NPU whose
         system layer is ``system``, whose communicator groups are ``groups`` and whose trace
-        is ``source`` (for errors)."""
-        custom = self._custom_for(kind, node_id)
+        is ``source`` (for errors); ``customs`` False: the system's plan whatever custom
+        collective it gives ``kind`` or the node (for NCCL's broadcast, on its all-gather's NPUs)."""
+        custom = self._custom_for(kind, node_id) if customs else None
         npu_id = system.npu_id
         if pg_name in ("", "0"):
             if custom is not None:

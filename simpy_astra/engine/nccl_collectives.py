@@ -92,14 +92,15 @@ class NcclAllReduce:
         """NCCL's choice for ``kind``, or the forced one where NCCL can run it: where it cannot
         (``NCCL_ALGO=TREE`` at an all-gather or a broadcast, ``NVLS`` on a group with one GPU a
         node) NCCL stops with 'no algorithm/protocol available' (2.24 on: no fall back to the
-        ring), and so does this, naming the field and the trace's node ``name``."""
+        ring), and so does this, naming the field and the trace's node ``name`` (where given)."""
         if self.forced is None:
             return choose(self.links, shape, size_bytes, kind)
         if not available(self.links, shape, self.forced, kind):
             # the real job stops at this collective: a result of the design space (a sweep's
             # row is invalid, naming NCCL's rule), not a failure of the simulator
+            node = f" (node '{name}', over a group of {shape.ranks} GPUs)" if name else ""
             raise InvalidConfigurationError(
-                f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape, name)}, and "
+                f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape)}{node}, and "
                 f"NCCL_ALGO={self.forced.upper()} stops NCCL there (2.24 on); leave nccl_algo out for NCCL's "
                 f"choice{_instead(self.forced, kind)}", NO_FORCED_ALGORITHM)
         return self.forced
@@ -131,15 +132,13 @@ class NcclAllReduce:
         return NcclRendezvous(self, simulated)
 
 
-def _why_not(algo: str, kind: str, shape: Shape, name: str = "") -> str:
-    """Why NCCL has no ``algo`` for ``kind`` on ``shape`` (:func:`nccl_tuning.available`), the
-    collective named by its trace node ``name`` where given."""
+def _why_not(algo: str, kind: str, shape: Shape) -> str:
+    """Why NCCL has no ``algo`` for ``kind`` on ``shape`` (:func:`nccl_tuning.available`)."""
     what = kind.replace("_", "-")
-    node = f" (node '{name}', over a group of {shape.ranks} GPUs)" if name else ""
     if kind == BROADCAST:
-        return f"NCCL runs broadcasts by its ring alone (tuning.cc), and this job issues a broadcast{node}"
+        return "NCCL runs broadcasts by its ring alone (tuning.cc), and this job issues a broadcast"
     if algo == "tree":
-        return f"NCCL's tree runs all-reduces only, and this job issues {with_article(what)}{node}"
+        return f"NCCL's tree runs all-reduces only, and this job issues {with_article(what)}"
     if algo == "pat" and kind == ALL_REDUCE:
         return "NCCL's PAT runs reduce-scatters and all-gathers only, and this job issues an all-reduce"
     if algo == "pat":

@@ -359,7 +359,7 @@ def latency_us(shape: Shape, algo: str, p: int, kind: str = ALL_REDUCE) -> float
     intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US["tree" if k == 1 else algo][p]
     base = BASE_LATENCY_US[algo][p]
     if kind == BROADCAST:  # the ring's: one hop, NVLink's in a node, the network's past it
-        return base + (NVLINK_HOP_US[algo][p] if m == 1 else NET_HOP_US[algo][p])
+        return base + (intra if m == 1 else NET_HOP_US[algo][p])  # the ring's own network hop even at k == 1
     steps = 2 * (n - 1) if kind == ALL_REDUCE else n - 1
     if algo == "ring":
         if m > 1:

@@ -47,15 +47,13 @@ class NpuCommunication(CommunicatingPart):
                                      f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
         priority = node.get_int("comm_priority", 0)
         pg = node.get_str("pg_name", "")
-        plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
-                                                                   node.id)
-        involved = self._involved(node, kind, plan, custom)
+        plan, custom, involved = self._planned(node, kind)
         node_id = node.id
         if custom is None:  # NCCL's model too: a group of one ran in 0 ns, where messages played refused it
             self._refuse_lone(node, kind, pg, plan, involved)
         nccl = self.services.nccl
         if nccl is not None and kind in nccl.TIMED and custom is None:
-            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
+            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind, node.name)
             return
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
@@ -68,36 +66,47 @@ class NpuCommunication(CommunicatingPart):
 
     def _broadcast(self, node, size: int) -> None:
         """A BROADCAST: timed as NCCL's ring broadcast where NCCL's model times the run's
-        collectives (a cluster preset's), on the NPUs an all-gather of its group runs over (the
-        ring NCCL's broadcast runs on); elsewhere replayed from its ``duration_micros``, as
+        collectives (a cluster preset's), on the NPUs an all-gather of its group runs over,
+        whatever the system plays its all-gathers with (a custom collective too: NCCL runs a
+        broadcast by its own ring); elsewhere replayed from its ``duration_micros``, as
         ASTRA-sim replays one (it has no broadcast to simulate)."""
         nccl = self.services.nccl
-        if nccl is not None and NCCL_BROADCAST in nccl.TIMED:
-            ring, pg = COLLECTIVE_KINDS[ALL_GATHER], node.get_str("pg_name", "")
-            plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, ring, pg,
-                                                                 node.id)
-            if custom is None:
-                involved = self._involved(node, ring, plan, custom, NCCL_BROADCAST)
-                self._refuse_lone(node, NCCL_BROADCAST, pg, plan, involved)
-                nccl.issue(self, plan.dims, plan.involved or involved, size, node.id, NCCL_BROADCAST, node.name)
-                return
-        self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
+        if nccl is None or NCCL_BROADCAST not in nccl.TIMED:
+            self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
+            return
+        try:
+            plan, _, involved = self._planned(node, COLLECTIVE_KINDS[ALL_GATHER], "broadcast")
+            self._refuse_lone(node, NCCL_BROADCAST, node.get_str("pg_name", ""), plan, involved)
+        except InputError as exc:
+            if exc.file == self.source:  # the node's own fields: named already
+                raise
+            raise InputError.in_file(self.source, f"node {node.id}: this broadcast runs on the NPUs its group's "
+                                     f"all-gather runs over, which has no plan here: {exc}") from None
+        nccl.issue(self, plan.dims, plan.involved or involved, size, node.id, NCCL_BROADCAST, node.name)
 
-    def _involved(self, node, kind: str, plan, custom, what: str = "") -> list[bool]:
+    def _planned(self, node, kind: str, timed: str = "") -> tuple:
+        """Collective node ``node``'s plan, custom collective and involved dimensions as ``kind``'s;
+        ``timed``: the collective NCCL times on ``kind``'s NPUs instead, whatever custom collective
+        the system gives ``kind`` (named in errors)."""
+        plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind,
+                                                             node.get_str("pg_name", ""), node.id, not timed)
+        return plan, custom, self._involved(node, kind, plan, custom, timed)
+
+    def _involved(self, node, kind: str, plan, custom, timed: str = "") -> list[bool]:
         """The dimensions a default-group collective runs over: its ``involved_dim``, by default
         all (ASTRA-sim's four, and past four every one, where ASTRA-sim reads past its default's
         end). A list shorter than the collective's dimensions is refused: ASTRA-sim reads past its
-        end too, and here the dimensions it leaves out ran without a word. ``what``: the node's
-        own collective where it runs over ``kind``'s dimensions (a broadcast, an all-gather's)."""
+        end too, and here the dimensions it leaves out ran without a word (``timed``: the
+        collective NCCL times on ``kind``'s dimensions, named instead)."""
         if not node.has_attr("involved_dim"):
             return [True] * max(4, len(plan.dims))
         involved = list(node.get_bool_list("involved_dim"))
         if plan.involved is None and custom is None and len(involved) < len(plan.dims):
             key = kind.replace("_", "-") + "-implementation"
-            own = f"this {what} runs over an all-gather's {len(plan.dims)}" if what else \
-                f"this {kind.replace('_', '-')} runs over {len(plan.dims)}"
+            where = f"{key} in {self.config.source})"
+            why = f"(its all-gather's, {where}; " if timed else f"({where}; ASTRA-sim reads past the list's end; "
             raise InputError.in_file(self.source, f"node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
-                                     f"{own} ({key} in {self.config.source}); ASTRA-sim reads past the list's end; "
+                                     f"this {timed or kind.replace('_', '-')} runs over {len(plan.dims)} {why}"
                                      f"give one entry per dimension")
         return involved
 

@@ -148,7 +148,11 @@ class StageSchedule:
         """A collective node. A broadcast also records the ``duration_micros`` a run replays
         where NCCL's model does not time it (as ASTRA-sim replays one): its bytes once over
         the tp ring's link, NCCL's ring pipelining them (at least 1 us; 0, no duration, where
-        the rate is unknown)."""
+        the rate is unknown). Only tp's link rate is known (and only tp broadcasts are written):
+        a broadcast on another dimension is refused rather than given tp's time."""
+        if comm_type == BROADCAST and dim != "tp":
+            raise ValueError(f"broadcast '{name}' over {dim}: a broadcast's replayed time is known on tp's link "
+                             f"alone (tp_link_gb_s); give its dimension's link rate to time it")
         duration_us = 0
         if comm_type == BROADCAST and self.tp_link_gb_s:
             duration_us = max(1, round(size / (self.tp_link_gb_s * 1e3)))
