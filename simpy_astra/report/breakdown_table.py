@@ -19,12 +19,12 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
     """Where the critical NPU's time went (the last to finish), and each part's spread over
     every NPU (min / median / max); ``breakdowns``: NPU -> :class:`~simpy_astra.report.breakdown.Breakdown`.
     Figures in one unit so the table fits 80 columns."""
-    from simpy_astra.report.breakdown import finish_spread, spread
+    from simpy_astra.report.breakdown import critical, finish_spread, spread
 
     if not breakdowns:
         return
-    critical = min(breakdowns, key=lambda i: (-breakdowns[i].finish_ns, i))
-    mine = breakdowns[critical]
+    last = critical(breakdowns)
+    mine = breakdowns[last]
     spreads = spread(breakdowns)
     unit, scale = _time_unit(max([mine.finish_ns, *(hi for _lo, _mid, hi in spreads.values())]))
 
@@ -36,8 +36,8 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
              fmt(lo), fmt(mid), fmt(hi)) for name, (lo, mid, hi) in spreads.items()]
     rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in finish_spread(breakdowns))))
     npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns):,} NPUs"
-    out.table(f"where the time went ({unit}): NPU {critical} (last to finish), and over {npus}",
-              ("part", f"NPU {critical}", "share", "min", "median", "max"), rows)
+    out.table(f"where the time went ({unit}): NPU {last} (last to finish), and over {npus}",
+              ("part", f"NPU {last}", "share", "min", "median", "max"), rows)
     if any(_short_part(name) != name for name in spreads):
         out.line("(long part names shortened with ..; --json-out has them whole)")
 

@@ -3,6 +3,8 @@ its peak, and the network's price."""
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from simpy_astra.engine.statistics import COMM, GPU, NpuReport
 from simpy_astra.infra.npu_lists import npu_list
 from simpy_astra.infra.units import bytes_to_gib
@@ -15,7 +17,7 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
     """``jobs``: per-job results of a multi-job run (:class:`~simpy_astra.running.jobs.JobResult`);
     ``link_jobs``: (from, to) -> job -> bytes, shown beside the busiest links."""
     out = out or Output()
-    rows = sorted(reports, key=lambda r: r.npu_id)
+    rows = sorted(reports, key=attrgetter("npu_id"))
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
     memory = any(r.peak_memory for r in shown)  # no column of dashes when no NPU tracks memory
     # every time column says its unit (the reference's 'GPU time', 'Comm time' and overlap read as

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import json
+from operator import attrgetter
 
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord
 from simpy_astra.workloads.chakra.types import COMP_NODE
@@ -134,7 +135,7 @@ def timeline_rows(breakdowns: dict, width: int = 60, npus: list[int] | None = No
     buckets; the run's end ns) from breakdowns made with ``segments=True``. NPUs that share a
     breakdown (a folded run's orbit: one object) share the work: the cost is per distinct
     breakdown, not per NPU."""
-    end = max((b.finish_ns for b in breakdowns.values()), default=0)
+    end = max(map(attrgetter("finish_ns"), breakdowns.values()), default=0)
     if end == 0:
         return [], 0
     done: dict[int, list[str]] = {}

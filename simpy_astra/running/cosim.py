@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cached_property
 from numbers import Number
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -44,7 +45,7 @@ class CoSimulation:
         workload = self.inputs.workload
         if not workload.reports_figures:
             return None
-        return workload.figures(max(r.finished_cycles for r in self.reports))
+        return workload.figures(max(map(attrgetter("finished_cycles"), self.reports)))
 
     @property
     def stall_patience_ns(self) -> float:
