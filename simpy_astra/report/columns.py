@@ -11,6 +11,7 @@ cent of the simulation at any scale).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 
 #: below this much work (segments, not columns) a row is measured in plain Python: a small
 #: run never imports numpy
@@ -44,11 +45,12 @@ def as_arrays(segments: list[tuple[int, int, str]]):
     (a breakdown made by the sweep keeps it: ``Breakdown.segment_arrays``)."""
     import numpy as np
 
-    labels: dict[str, int] = {}
-    codes = np.fromiter((labels.setdefault(p, len(labels)) for _s, _e, p in segments), np.int64, len(segments))
-    starts = np.fromiter((s for s, _e, _p in segments), np.int64, len(segments))
-    ends = np.fromiter((e for _s, e, _p in segments), np.int64, len(segments))
-    return starts, ends, codes, list(labels)
+    labels = list(dict.fromkeys(map(itemgetter(2), segments)))  # in order of first appearance
+    code = {label: k for k, label in enumerate(labels)}
+    codes = np.fromiter(map(code.__getitem__, map(itemgetter(2), segments)), np.int64, len(segments))
+    starts = np.fromiter(map(itemgetter(0), segments), np.int64, len(segments))
+    ends = np.fromiter(map(itemgetter(1), segments), np.int64, len(segments))
+    return starts, ends, codes, labels
 
 
 def dominant(segments: list[tuple[int, int, str]] | None, width: int, end_ns: float,

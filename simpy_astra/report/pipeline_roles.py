@@ -25,9 +25,10 @@ def _places(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
     return place
 
 
-def _stage_key(where: dict[str, int]) -> tuple:
-    """What an NPU shares with its peers in the other pipeline stages of its replica."""
-    return tuple(sorted((d, p) for d, p in where.items() if d in STAGE_LOCAL_DIMENSIONS))
+def _stage_key(where: tuple[tuple[str, int], ...]) -> tuple:
+    """What an NPU shares with its peers in the other pipeline stages of its replica
+    (``where``: its (dimension, position) pairs)."""
+    return tuple(sorted((d, p) for d, p in where if d in STAGE_LOCAL_DIMENSIONS))
 
 
 def pipeline_layout(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
@@ -47,13 +48,17 @@ def pipeline_layout(group_names: dict[int, str], groups: dict[int, tuple[int, ..
     place = _places(group_names, groups, npus)
     if place is None:
         return None, None
-    keys = [_stage_key(place[n]) for n in range(npus)]
+    # each distinct set of positions keyed once (the replicas' NPUs repeat them), no call per NPU
+    wheres = list(map(tuple, map(dict.items, map(place.__getitem__, range(npus)))))
+    known = {where: _stage_key(where) for where in set(wheres)}
+    keys = list(map(known.__getitem__, wheres))
     stage: dict[int, int] = {}
     if not any(dim == "pp" for dim in group_names.values()):
         alike: dict[tuple, int] = {}
         for n, key in enumerate(keys):  # the k-th NPU of those alike is in stage k
             stage[n] = alike[key] = alike.get(key, -1) + 1
-    roles = {n: (place[n].get("pp", stage.get(n, 0)), place[n].get("tp", 0)) for n in range(npus)}
+    roles = {n: (where["pp"] if "pp" in where else stage[n] if n in stage else 0,
+                 where["tp"] if "tp" in where else 0) for n, where in enumerate(map(place.__getitem__, range(npus)))}
     if npus < 1:
         return roles, None
     by_stage: dict[int, int] = {}

@@ -59,11 +59,20 @@ def _colours(names: list[str]) -> dict[str, str]:
 
 def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[int, int, Breakdown]]:
     """(first NPU, how many, breakdown) per distinct breakdown, in NPU order."""
-    groups: dict[tuple, list[int]] = {}
-    for npu in sorted(breakdowns):
-        b = breakdowns[npu]
-        groups.setdefault((b.finish_ns, tuple(sorted(b.parts.items()))), []).append(npu)
-    return [(npus[0], len(npus), breakdowns[npus[0]]) for npus in groups.values()]
+    groups: dict[tuple, list[int]] = {}  # (finish, parts) -> [first NPU, how many]
+    keys: dict[int, tuple] = {}  # id -> (finish, parts): a folded run's orbit members share one object
+    npus = sorted(breakdowns)
+    found = list(map(breakdowns.__getitem__, npus))
+    for npu, b, ident in zip(npus, found, map(id, found), strict=True):
+        if ident in keys:
+            key = keys[ident]
+        else:
+            key = keys[ident] = (b.finish_ns, tuple(sorted(b.parts.items())))
+        if key in groups:
+            groups[key][1] += 1
+        else:
+            groups[key] = [npu, 1]
+    return [(first, n, breakdowns[first]) for first, n in groups.values()]
 
 
 def agg_figure(width_in: float, height_in: float, dpi: int = DPI):
