@@ -354,9 +354,9 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         def part_of(nid: int, nodes=nodes):  # by (type, attributes): the graphs share a few hundred
             node = nodes[nid]
             key = (node.type, id(node.attrs))
-            part = parts_by_key.get(key, parts_by_key)
-            if part is parts_by_key:
-                part = parts_by_key[key] = node_part(node, names, p2p_name)
+            if key in parts_by_key:
+                return parts_by_key[key]
+            part = parts_by_key[key] = node_part(node, names, p2p_name)
             return part
 
         def kinds_of(nids, nodes=nodes):
@@ -374,8 +374,9 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         shift_of = sim.folding.shift_of
         for member in sim.orbit_of(rec.npu_id):
             shift = shift_of[member]
-            key = renames.get(shift)
-            if key is None:
+            if shift in renames:
+                key = renames[shift]
+            else:
                 key = renames[shift] = tuple(sorted(_member_parts(moved.get(shift, ()), names).items()))
             if key not in renamed:
                 renamed[key] = _renamed(result, dict(key))
