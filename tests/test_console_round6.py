@@ -17,15 +17,10 @@ def _own_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
 
 
-def test_orbit_members_renaming_is_worked_out_once_per_shift_not_once_per_gpu(tmp_path, monkeypatch, capsys):
-    """A 16,384-GPU folded step spent as long on its members' part renaming as on the
-    simulation (a pass over some sixty groups for each GPU): what a member's groups rename
-    depends only on its shift, which the NPUs of every orbit share."""
+def _folded_run(tmp_path, monkeypatch, capsys):
+    """Run the 64-GPU job (it folds) and return its folding, the summary checked printed."""
     job = tmp_path / "job.yaml"
     job.write_text(JOB)
-    shifts = []
-    member_parts = breakdown._member_parts
-    monkeypatch.setattr(breakdown, "_member_parts", lambda groups, names: shifts.append(1) or member_parts(groups, names))
     found = {}
     npu_breakdowns = breakdown.npu_breakdowns
 
@@ -35,11 +30,41 @@ def test_orbit_members_renaming_is_worked_out_once_per_shift_not_once_per_gpu(tm
 
     monkeypatch.setattr(breakdown, "npu_breakdowns", spy)
     assert main(["run", str(job)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("iteration time ")
-    folding = found["folding"]
-    assert folding is not None  # the job folds: 64 GPUs, a few simulated
+    assert capsys.readouterr().out.startswith("iteration time ")
+    assert found["folding"] is not None  # the job folds: 64 GPUs, a few simulated
+    return found["folding"]
+
+
+def test_orbit_members_renaming_is_worked_out_once_per_shift_not_once_per_gpu(tmp_path, monkeypatch, capsys):
+    """A 16,384-GPU folded step spent as long on its members' part renaming as on the
+    simulation (a pass over some sixty groups for each GPU): what a member's groups rename
+    depends only on its shift, which the NPUs of every orbit share."""
+    shifts = []
+    member_parts = breakdown._member_parts
+    monkeypatch.setattr(breakdown, "_member_parts", lambda groups, names: shifts.append(1) or member_parts(groups, names))
+    folding = _folded_run(tmp_path, monkeypatch, capsys)
     assert len(shifts) == len(set(folding.shift_of)) < GPUS
+
+
+def test_each_groups_dimension_is_worked_out_once_not_once_per_shift(tmp_path, monkeypatch, capsys):
+    """The members' renaming read the dimension of both groups of every (group, shift) pair of
+    the folding's group map: 61,184 look-ups on the 16,384-GPU Llama shape, whose groups are a
+    few thousand (270 for 56 groups here). A group's dimension does not depend on the shift."""
+    asked = []
+    group_dimension = breakdown.group_dimension
+    monkeypatch.setattr(breakdown, "group_dimension", lambda group, names=None: asked.append(group)
+                        or group_dimension(group, names))
+    group_map = _folded_run(tmp_path, monkeypatch, capsys).group_map
+    groups = {group for group, _shift in group_map} | set(group_map.values())
+    assert asked and len(asked) == len(set(asked)) <= len(groups)
+
+
+def test_the_critical_npu_is_the_lowest_id_of_the_latest_finish():
+    """``critical`` picks by position in id order, not by a key per NPU: a tie between NPUs 1
+    and 3 finishing last at 10 ns goes to 1 whatever the dict's order."""
+    late, early = breakdown.Breakdown(10), breakdown.Breakdown(5)
+    assert breakdown.critical({3: late, 2: early, 1: late, 0: early}) == 1
+    assert breakdown.critical({0: early}) == 0
 
 
 def test_a_sweep_with_nothing_left_to_run_draws_no_progress_bar():
