@@ -1,0 +1,50 @@
+"""Hostile hunt 31: the last merges (a broadcast on a preset timed whatever custom all-gather
+or per-node custom the system gives; sweeps' cluster loads and parse once; console round 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from simpy_astra.config.cluster import load_cluster
+from tests.scenario_files import custom_ring
+
+MIB = 2**20
+
+
+def _broadcast_trace(folder, npus: int) -> None:
+    """A trace of one 1 MiB broadcast over ``npus`` ranks that records no duration."""
+    from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+    from simpy_astra.workloads.chakra.writer import make_node, write_et
+
+    for rank in range(npus):
+        write_et(str(folder / f"bc.{rank}.et"), [make_node(1, "bc", COMM_COLL_NODE, attrs={
+            "comm_type": BROADCAST, "comm_size": MIB})])
+
+
+def _run(folder, system: dict) -> subprocess.CompletedProcess:
+    scenario = folder / "s.yaml"
+    scenario.write_text(json.dumps({"workload": "bc", "cluster": {"preset": "dgx-a100-80gb", "gpus": 8},
+                                    "system": system}))
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(folder / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
+    return subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--quiet"],
+                          capture_output=True, text=True, cwd=folder, env=env)
+
+
+def test_a_broadcast_timed_beside_a_custom_all_gather_is_not_said_to_take_1_ns(tmp_path):
+    # before: a preset whose system gives all-gathers (or a node) a custom collective warned
+    # that its broadcasts without a duration take 1 ns and never cross the network, though
+    # NCCL's ring times them whatever the all-gathers run (the 1 MiB broadcast took tens of us)
+    _broadcast_trace(tmp_path, 8)
+    base = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "cluster").system_mapping()
+    ring = custom_ring(tmp_path, 8)
+    (tmp_path / "per_node.yaml").write_text(f"7: {ring}\n")  # a node of another trace's
+    for system in ({**base, "all-gather-implementation-custom": [ring]},
+                   {**base, "per-node-custom-implementation": str(tmp_path / "per_node.yaml")}):
+        done = _run(tmp_path, system)
+        assert done.returncode == 0, done.stderr
+        assert "takes 1 ns" not in done.stderr, done.stderr
+        time_ns = int(done.stdout.split("iteration time ")[1].split(" ns")[0].replace(",", ""))
+        assert time_ns > 1_000  # timed (1 MiB over NVLink at under 300 GB/s: over 3,500 ns), not 1 ns
