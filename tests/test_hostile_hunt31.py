@@ -3,6 +3,7 @@ or per-node custom the system gives; sweeps' cluster loads and parse once; conso
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -48,3 +49,24 @@ def test_a_broadcast_timed_beside_a_custom_all_gather_is_not_said_to_take_1_ns(t
         assert "takes 1 ns" not in done.stderr, done.stderr
         time_ns = int(done.stdout.split("iteration time ")[1].split(" ns")[0].replace(",", ""))
         assert time_ns > 1_000  # timed (1 MiB over NVLink at under 300 GB/s: over 3,500 ns), not 1 ns
+
+
+def test_a_sweeps_point_line_breaks_between_coordinates_never_in_one(monkeypatch, capsys):
+    # before: 'sweep: 1/2 done; tp=8 pp=16 mb=2 recompute=selec' over '    tive sp=on: 142,780 ns'
+    # at COLUMNS=60 (the figure's line took the last line's end cut between characters), and at
+    # COLUMNS=40 'network.latency=500 syst' over 'em.x=1' (a coordinate cut beside the line's start)
+    from simpy_astra.sweep.runner import Finished, _PlainProgress
+
+    for columns, names, want in (
+            ("60", "tp=8 pp=16 mb=2 recompute=selective sp=on",
+             ["sweep: 1/1 done; tp=8 pp=16 mb=2 recompute=selective", "    sp=on: 142,780 ns"]),
+            ("40", "network.bandwidth=100 network.latency=500 system.x=1",
+             ["sweep: 1/1 done; network.bandwidth=100", "    network.latency=500", "    system.x=1: 142,780 ns"]),
+            ("40", "pp=2 recompute-granularity=selective",
+             ["sweep: 1/1 done; pp=2", "    recompute-granularity=selective: 142,780 ns"])):
+        monkeypatch.setenv("COLUMNS", columns)
+        stream = io.StringIO()
+        progress = _PlainProgress(stream, clock=lambda: 0.0)
+        progress.add_task("sweep", total=1, last=None)
+        progress.update(0, 1, Finished(names, "142,780 ns", True))
+        assert stream.getvalue().splitlines() == want
