@@ -70,3 +70,33 @@ def test_a_sweeps_point_line_breaks_between_coordinates_never_in_one(monkeypatch
         progress.add_task("sweep", total=1, last=None)
         progress.update(0, 1, Finished(names, "142,780 ns", True))
         assert stream.getvalue().splitlines() == want
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def _stdout(columns: str, *args: str, cwd: str = EXAMPLES) -> list[str]:
+    env = {**os.environ, "COLUMNS": columns, "SIMPY_ASTRA_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_a_megatron_runs_answer_is_within_a_narrow_pipes_width():
+    # before: 'iteration time 45.363 ms, 45.8 TFLOP/s and 45,147 tokens/s per GPU, MFU 14.7%' (78
+    # columns) at COLUMNS=60 and 40, quiet or not, though a trace run's headline follows the width
+    full = _stdout("80", "weights_last.yaml", "--quiet")[0]
+    step, mfu = full.split(",")[0], full.rsplit(", ", 1)[1]  # 'iteration time 45.363 ms', 'MFU 14.7%'
+    for columns in ("60", "40"):
+        quiet = _stdout(columns, "weights_last.yaml", "--quiet")
+        answer = _stdout(columns, "weights_last.yaml")[:2]
+        assert answer[0] == quiet[0] and quiet[0].startswith(step + ", ") and quiet[0].endswith(mfu), quiet
+        assert max(len(line) for line in answer) <= int(columns), answer
+
+
+def test_a_trace_runs_headline_is_within_40_columns():
+    # before: 'iteration time 142,780 ns (last to finish: NPU 0 of 8)', 54 columns at COLUMNS=40
+    scenarios = os.path.join(os.path.dirname(EXAMPLES), "scenarios")
+    line = _stdout("40", os.path.join(scenarios, "default.yaml"), "--quiet")[0]
+    assert line.startswith("iteration time ") and len(line) <= 40, line
