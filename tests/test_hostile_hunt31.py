@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from simpy_astra.config.cluster import load_cluster
 from tests.scenario_files import custom_ring
 
@@ -100,3 +102,47 @@ def test_a_trace_runs_headline_is_within_40_columns():
     scenarios = os.path.join(os.path.dirname(EXAMPLES), "scenarios")
     line = _stdout("40", os.path.join(scenarios, "default.yaml"), "--quiet")[0]
     assert line.startswith("iteration time ") and len(line) <= 40, line
+
+
+def test_a_sweep_that_loses_its_dask_scheduler_stops_and_keeps_the_rest_to_run(tmp_path):
+    # before: every point left was a row 'error: FutureCancelledError ... scheduler-connection-lost',
+    # the sweep exited 0 under Dask's logged tracebacks, and a resume ran none of them again
+    pytest.importorskip("distributed")
+    import csv
+    import time
+
+    sweep = tmp_path / "sweep.yaml"
+    bandwidths = list(range(10, 410, 10))  # 40 points: the scheduler goes at the first row
+    scenarios = os.path.join(os.path.dirname(EXAMPLES), "scenarios")
+    sweep.write_text(json.dumps({"base": os.path.join(scenarios, "default.yaml"),
+                                 "axes": {"network.bandwidth": bandwidths}, "minimise": "finish_ns"}))
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0", "--no-dashboard",
+            "--scheduler-file", str(tmp_path / "scheduler.json")]
+    scheduler = subprocess.Popen(dask, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        while not (tmp_path / "scheduler.json").exists():
+            time.sleep(0.1)
+        address = json.loads((tmp_path / "scheduler.json").read_text())["address"]
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                   "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {**os.environ, "SIMPY_ASTRA_PROGRESS": "0"}
+        run = subprocess.Popen([sys.executable, "-m", "simpy_astra", "sweep", str(sweep), "--out", str(tmp_path / "o"),
+                                "--cluster", address, "--no-plots"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)
+        results = tmp_path / "o" / "results.csv"
+        while run.poll() is None and not (results.exists() and len(results.read_text().splitlines()) > 1):
+            time.sleep(0.05)
+        scheduler.kill()
+        out, err = run.communicate(timeout=300)
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.kill()
+                process.wait()
+    assert run.returncode == 2, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
+        "error: --cluster: the sweep lost its Dask scheduler after "), err
+    with open(results) as f:
+        rows = list(csv.DictReader(f))
+    assert 0 < len(rows) < len(bandwidths) and {r["status"] for r in rows} == {"ok"}, rows
