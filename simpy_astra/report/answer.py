@@ -23,13 +23,14 @@ def headline(reports: list[NpuReport], training=None, width: int | None = None) 
     exposed communication left out where the line would be wider than ``width``, default
     :data:`HEADLINE_WIDTH`)."""
     if training is not None:
-        return training.lines()[0]
+        return training.lines(min(width or HEADLINE_WIDTH, HEADLINE_WIDTH))[0]
     if not reports:
         return "iteration time 0 ns (no NPU ran)"
     last = max(reports, key=lambda r: (r.finished_cycles, -r.npu_id))
     step = f"iteration time {last.finished_cycles:,} ns"
     wordings = (f"{step} (last: NPU {last.npu_id} of {len(reports):,}, exposed comm {last.exposed_comm_cycles:,} ns)",
-                f"{step} (last to finish: NPU {last.npu_id} of {len(reports):,})")
+                f"{step} (last to finish: NPU {last.npu_id} of {len(reports):,})",
+                f"{step} (last: NPU {last.npu_id} of {len(reports):,})", step)  # (COLUMNS=40: 54 wide)
     return first_fitting(wordings, min(width or HEADLINE_WIDTH, HEADLINE_WIDTH))
 
 
@@ -42,10 +43,11 @@ HEADLINE_WIDTH = 80
 def print_answer(training, breakdowns: dict | None) -> None:
     """A real job's answer on stdout: its figures, then where the time went (a table drawn
     for a terminal, plain text in a pipe or a file)."""
-    print("\n".join(training.lines() + training.fit_advice()), flush=True)
+    from simpy_astra.report.output import Output
+
+    print("\n".join(training.lines(Output(sys.stdout).width) + training.fit_advice()), flush=True)
     if breakdowns:
         from simpy_astra.report.breakdown_table import print_breakdown
-        from simpy_astra.report.output import Output
 
         print_breakdown(breakdowns, Output(sys.stdout))
     sys.stdout.flush()

@@ -138,20 +138,25 @@ def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, in
     for head in heads:
         if text_width(head) + text_width(tail) <= first_room:
             return [head + tail]
-    # the room the line's own start takes, a column a mark (wrapped's own NUL marks a wide
-    # character's second column); counted by columns, a wide coordinate ran 4 past a line
-    lead = _LEAD * max(0, width - first_room)
-    lines = wrapped(lead + heads[-1], width, subsequent_indent=indent)
-    last = lines.pop()
-    if text_width(last) + text_width(tail) > width:  # the figure whole: the line's end goes down with it
-        kept, moved = cut(last, width - text_width(tail))
-        lines.append(kept.rstrip())
-        last = indent + moved.lstrip()
-    return [line.replace(_LEAD, "") for line in [*lines, last + tail]]
-
-
-#: what stands for a column of a line's start while :func:`fit_wrapped` wraps (no text holds it)
-_LEAD = "\x01"
+    # greedy, a word at a time, counted by columns (textwrap glued the line's start to the
+    # first word, and cut a coordinate that did not fit beside it though a line held it whole)
+    words, lines, line = heads[-1].split(), [], ""
+    for i, word in enumerate(words):
+        end = tail if i == len(words) - 1 else ""  # the figure stays beside the last word
+        room = width if lines else first_room
+        joined = f"{line} {word}" if line.strip() else line + word
+        if text_width(joined + end) <= room:
+            line = joined
+            continue
+        if line.strip() or (not lines and first_room < width - text_width(indent)):  # down a line
+            lines.append(line.rstrip())
+            line, room, joined = indent, width, indent + word
+        while text_width(joined) > room and len(joined) > len(line) + 1:  # a word longer than a line
+            kept, joined = cut(joined, room)
+            lines.append(kept)
+            line, room, joined = indent, width, indent + joined
+        line = joined
+    return [*lines, line + tail]
 
 
 def first_fitting(wordings: Sequence[str], width: int = PLAIN_WIDTH) -> str:

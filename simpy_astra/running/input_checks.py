@@ -159,7 +159,7 @@ def replayed_broadcasts(npus: list, cfg: SystemConfig, inputs: SimulationInputs)
     1 MiB broadcast ran in 1 ns without a word. Replay-only says so already; a cluster preset
     whose NCCL model times broadcasts replays none (the warning said 1 ns of a broadcast timed
     at 44 us); checked on one simulated NPU (cheap)."""
-    if cfg.replay_only or not npus or _nccl_times_broadcasts(cfg, inputs):
+    if cfg.replay_only or not npus or _nccl_times_broadcasts(inputs):
         return None
     timeless, casts = _without_duration(
         npus, lambda n: n.type == COMM_COLL_NODE and n.attrs.get("comm_type", (None, None))[1] == BROADCAST)
@@ -170,12 +170,12 @@ def replayed_broadcasts(npus: list, cfg: SystemConfig, inputs: SimulationInputs)
             f"so each takes 1 ns and its bytes never cross the network; give it a duration_micros, or an all-gather")
 
 
-def _nccl_times_broadcasts(cfg: SystemConfig, inputs: SimulationInputs) -> bool:
+def _nccl_times_broadcasts(inputs: SimulationInputs) -> bool:
     """NCCL's model times every broadcast of the run (the NPU's ``_broadcast``): a preset's
-    timer is built, and no custom all-gather (whose plan a broadcast's group is read from) or
-    per-node collective leaves one to be replayed."""
-    return (inputs.network.nccl is not None and not cfg.per_node_custom
-            and "all_gather" not in cfg.custom_implementations)
+    timer is built. Whatever custom collective the system gives all-gathers or a node, NCCL runs
+    a broadcast by its own ring (a custom all-gather or a per-node one was said to leave
+    broadcasts replayed in 1 ns, where they were timed)."""
+    return inputs.network.nccl is not None
 
 
 def _without_duration(npus: list, picked: Callable[[Any], bool]) -> tuple[int, int]:

@@ -18,6 +18,7 @@ exits. Workers make their temporary files in one scratch folder per sweep, remov
 from __future__ import annotations
 
 import ctypes
+import logging
 import multiprocessing
 import os
 import shutil
@@ -385,6 +386,9 @@ def connect_cluster(address: str) -> Any:
         client.close()
         raise InputError(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
                          f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
+    # a lost scheduler is said in one line (run_cluster); Dask's client logged each failed
+    # reconnect with its tracebacks
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     return client  # (none returned: the sweep said it ran on the cluster and ran every point here)
 
 
@@ -410,6 +414,7 @@ def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_resu
                 try:
                     figures, changed = future.result()
                 except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: recorded with the point
+                    _scheduler_kept(exc, client, finished, len(points))
                     text = " ".join(str(exc).split()) or "no message"
                     figures, changed = {"status": "error", "error": f"{type(exc).__name__}: {text}"}, []
                 on_result(point, figures, changed)
@@ -419,3 +424,15 @@ def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_resu
         client.cancel(list(futures))
         return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
     return RunOutcome(finished, interrupted=False)
+
+
+def _scheduler_kept(exc: Exception, client: Any, finished: int, total: int) -> None:
+    """Nothing where ``exc`` is the point's own failure; an error where the sweep lost its
+    scheduler: every point left was recorded as failed ('FutureCancelledError ... scheduler-
+    connection-lost', exit 0), and a resumed sweep ran none of them again without
+    --retry-failed. The points left keep no row, so running the sweep again runs them."""
+    if getattr(exc, "reason", None) != "scheduler-connection-lost" and client.status == "running":
+        return
+    raise InputError(f"--cluster: the sweep lost its Dask scheduler after {finished} of {total} points (their rows "
+                     f"are kept); start the scheduler and its workers again, and run the same command to run the "
+                     f"rest") from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from simpy_astra.report.widths import first_fitting
+from simpy_astra.report.widths import PLAIN_WIDTH, first_fitting
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.memory import parts_bytes
@@ -58,19 +58,26 @@ class TrainingFigures:
     def fits(self) -> bool:
         return self.memory_gib <= self.capacity_gib
 
-    def lines(self) -> list[str]:
+    def lines(self, width: int = PLAIN_WIDTH) -> list[str]:
         """The answer: the headline (step time, throughput), then memory against capacity;
         each fits 80 columns at realistic figures (TFLOP/s is Megatron's count, the
         recomputation included: the module's docstring). A headline the words between its
         figures would take past 80 (a small model's 300,000 tokens/s per GPU) says "per GPU"
-        once, first: every figure stays, to 10^6 tokens/s per GPU at any step time."""
+        once, first: every figure stays, to 10^6 tokens/s per GPU at any step time. Printed
+        ``width`` columns wide (COLUMNS=60), it leaves out tokens/s, then TFLOP/s (as a trace
+        run's headline leaves out its exposed communication; results.json has them): it was 78
+        columns at COLUMNS=60 whatever the width."""
         fits = "fits" if self.fits else "DOES NOT FIT"
         step, flops = step_time(self.iteration_time_ns), f"{self.tflops_per_gpu:,.1f} TFLOP/s"
         tokens, mfu = f"{self.tokens_per_s_per_gpu:,.0f} tokens/s", f"MFU {self.mfu * 100:.1f}%"
+        width = min(width, PLAIN_WIDTH)
         wordings = (f"iteration time {step}, {flops} and {tokens} per GPU, {mfu}",
-                    f"iteration time {step}; per GPU {flops}, {tokens}, {mfu}")
-        return [first_fitting(wordings),
-                f"memory per GPU about {self._memory_text()} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
+                    f"iteration time {step}; per GPU {flops}, {tokens}, {mfu}",
+                    f"iteration time {step}, {flops} per GPU, {mfu}", f"iteration time {step}, {mfu}")
+        memory, capacity = self._memory_text(), gib(self.capacity_gib)
+        return [first_fitting(wordings, width),
+                first_fitting((f"memory per GPU about {memory} GiB of {capacity} GiB ({fits})",
+                               f"memory per GPU {memory} of {capacity} GiB ({fits})"), width)]
 
     def fit_advice(self) -> list[str]:
         """For a job that does not fit: what its memory is made of, largest first, and what
