@@ -119,9 +119,11 @@ def test_a_sweep_that_loses_its_dask_scheduler_stops_and_keeps_the_rest_to_run(t
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0", "--no-dashboard",
             "--scheduler-file", str(tmp_path / "scheduler.json")]
     scheduler = subprocess.Popen(dask, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = None
+    worker = run = None
     try:
-        while not (tmp_path / "scheduler.json").exists():
+        started = time.monotonic()
+        while not (tmp_path / "scheduler.json").exists():  # a scheduler that cannot start fails, never hangs
+            assert scheduler.poll() is None and time.monotonic() - started < 120, "the Dask scheduler did not start"
             time.sleep(0.1)
         address = json.loads((tmp_path / "scheduler.json").read_text())["address"]
         worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
@@ -132,11 +134,12 @@ def test_a_sweep_that_loses_its_dask_scheduler_stops_and_keeps_the_rest_to_run(t
                                text=True, env=env)
         results = tmp_path / "o" / "results.csv"
         while run.poll() is None and not (results.exists() and len(results.read_text().splitlines()) > 1):
+            assert time.monotonic() - started < 600, "no point finished on the Dask worker"
             time.sleep(0.05)
         scheduler.kill()
         out, err = run.communicate(timeout=300)
     finally:
-        for process in (worker, scheduler):
+        for process in (run, worker, scheduler):
             if process is not None:
                 process.kill()
                 process.wait()
