@@ -85,16 +85,16 @@ def _stdout(columns: str, *args: str, cwd: str = EXAMPLES) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_a_megatron_runs_answer_is_within_a_narrow_pipes_width():
-    # before: 'iteration time 45.363 ms, 45.8 TFLOP/s and 45,147 tokens/s per GPU, MFU 14.7%' (78
-    # columns) at COLUMNS=60 and 40, quiet or not, though a trace run's headline follows the width
+def test_a_megatron_runs_answer_keeps_every_figure_at_a_narrow_pipes_width():
+    # the answer's headline is written for 80 columns whatever COLUMNS says (docs/reports.md):
+    # at COLUMNS=60 and 40 it kept tokens/s and TFLOP/s out for a while, a figure not made to a
+    # reader or a script; its memory line, all figures kept, takes fewer words
     full = _stdout("80", "weights_last.yaml", "--quiet")[0]
-    step, mfu = full.split(",")[0], full.rsplit(", ", 1)[1]  # 'iteration time 45.363 ms', 'MFU 14.7%'
     for columns in ("60", "40"):
         quiet = _stdout(columns, "weights_last.yaml", "--quiet")
         answer = _stdout(columns, "weights_last.yaml")[:2]
-        assert answer[0] == quiet[0] and quiet[0].startswith(step + ", ") and quiet[0].endswith(mfu), quiet
-        assert max(len(line) for line in answer) <= int(columns), answer
+        assert answer[0] == quiet[0] == full, (quiet, full)
+        assert answer[1].startswith("memory per GPU ") and len(answer[1]) <= 60, answer
 
 
 def test_a_trace_runs_headline_is_within_40_columns():
