@@ -176,6 +176,9 @@ class NcclRendezvous:
         self._pending: dict[tuple[int, int], list] = {}  # (group, call) -> its members that called it
         self._expected: dict[int, int] = {}  # group -> its simulated members
         self._busy_until: dict[int, int] = {}  # when each group's last collective ends
+        # (NPU, its dims list's id, involved) -> (that dims list, the group's members): the
+        # members worked out once per plan, not at each of a trace's tens of thousands of calls
+        self._members: dict[tuple, tuple] = {}
 
     def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int,
               kind: str = ALL_REDUCE, name: str = "") -> None:
@@ -187,7 +190,12 @@ class NcclRendezvous:
         if size_bytes == 0:  # NCCL discards an empty collective (enqueue.cc's taskAppend): no launch, no wait
             npu.clock.register(0, *((_call, done) if done else (npu.complete_soon, node_id)))
             return
-        members = self.timing.group(npu.npu_id, dims, involved)
+        known = self._members.get(plan_key := (npu.npu_id, id(dims), tuple(involved)))
+        if known is not None and known[0] is dims:  # the id of this very list, not a freed one's
+            members = known[1]
+        else:
+            members = self.timing.group(npu.npu_id, dims, involved)
+            self._members[plan_key] = (dims, members)
         group = id(members)  # one tuple a group, kept for the run (NcclAllReduce._groups): hashing
         # a 16,384-member tuple at each of its members' calls costs the square of the count
         seq = self._count[(npu.npu_id, group)] = self._count.get((npu.npu_id, group), 0) + 1

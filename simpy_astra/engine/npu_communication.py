@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from simpy_astra.engine.nccl_names import BROADCAST as NCCL_BROADCAST
 from simpy_astra.engine.npu_contracts import CommunicatingPart
-from simpy_astra.engine.system_layer import dimension_active
+from simpy_astra.engine.system_layer import has_peers
 from simpy_astra.engine.tags import native_tag
 from simpy_astra.errors import InputError, with_article
 from simpy_astra.infra.units import replay_duration_ns
@@ -116,7 +116,7 @@ class NpuCommunication(CommunicatingPart):
         naming the node's field that leads there: its pg_name (a group of one NPU) or its
         involved_dim (no dimension marked)."""
         inv = plan.involved if plan.involved is not None else involved
-        if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
+        if has_peers(plan, inv):
             return
         what = with_article(kind)
         why = ("NCCL's model, which times a preset's broadcasts, would give it 0 ns" if kind == NCCL_BROADCAST

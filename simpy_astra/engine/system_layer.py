@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.collectives import REGISTRY, ImplementationChoice, resolve
@@ -48,6 +48,9 @@ class CollectivePlan:
     dims: list[LogicalDim]
     involved: list[bool] | None  # None = use the node's involved_dim
     stream_owner: Any  # object with a ``next_stream_id()``
+    #: the involved lists (as tuples) a collective on this plan was found to have another NPU
+    #: with (:func:`has_peers`): checked at every collective's issue, and fixed per list
+    peered: set[tuple[bool, ...]] = field(default_factory=set, init=False, repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------- streams
@@ -125,6 +128,19 @@ def dimension_active(plan: CollectivePlan, involved: list[bool], d: int) -> bool
     """Whether a (non-custom) collective's chunks run on logical dimension ``d``: involved,
     and of two or more NPUs (a collective with none never finishes in the reference)."""
     return d < len(involved) and involved[d] and plan.dims[d].size > 1
+
+
+def has_peers(plan: CollectivePlan, involved: list[bool]) -> bool:
+    """Whether a (non-custom) collective on ``plan`` over ``involved`` runs on some dimension
+    (:func:`dimension_active`), i.e. has another NPU to run with; remembered on the plan, as a
+    trace issues tens of thousands of collectives on a few plans."""
+    key = tuple(involved)
+    if key in plan.peered:
+        return True
+    if any(dimension_active(plan, involved, d) for d in range(len(plan.dims))):
+        plan.peered.add(key)
+        return True
+    return False
 
 
 def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool],
