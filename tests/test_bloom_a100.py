@@ -41,10 +41,11 @@ def test_the_measured_efficiency_gives_the_teams_all_reduce(tmp_path):
     its 160 timings). The benchmark's ``MEASURED_EFFICIENCY`` on 400 Gb/s NICs must give it."""
     efficiency = _benchmark("bloom_a100").MEASURED_EFFICIENCY
     scenario = tmp_path / "ar.yaml"
-    scenario.write_text("workload: {generate: microbench, collective: all_reduce, size: 4000000000, num_npus: 32}\n"
-                        "cluster:\n  preset: dgx-a100-80gb\n  gpus: 32\n  inter_node_gbit_s: 400\n"
+    scenario.write_text("workload: {generate: microbench, collective: all_reduce, size: 4000000000, "
+                        "num_npus: 32}\ncluster:\n  preset: dgx-a100-80gb\n  gpus: 32\n"
+                        "  inter_node_gbit_s: 400\n"
                         f"  inter_node_efficiency: {efficiency}\n")
     out = tmp_path / "ar.json"
-    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--json-out", str(out), "--quiet"],
-                   check=True, capture_output=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--json-out", str(out),
+                    "--quiet"], check=True, capture_output=True, cwd=ROOT)
     assert json.loads(out.read_text())["iteration_time_ns"] / 1e9 == pytest.approx(1.529, rel=0.03)
