@@ -61,7 +61,8 @@ def gpt_step_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -
 def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, float]:
     """Run one row as a scenario (``gpu``: GPU figures overriding the preset's; the row's
     ``preset`` and ``inter_node_gbit_s`` default to SC'21's DGX A100 and 1,600 Gbit/s, its
-    ``schedule``, if any, is the workload's pipeline schedule)."""
+    ``schedule``, if any, is the workload's pipeline schedule, its ``cluster``, if any, more
+    cluster fields over the preset's)."""
     scenario = os.path.join(folder, f"{row['model']}.yaml")
     out = os.path.join(folder, f"{row['model']}.json")
     with open(scenario, "w") as f:
@@ -70,6 +71,8 @@ def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, floa
             f.write(f"  schedule: {row['schedule']}\n")
         f.write(f"cluster:\n  preset: {row.get('preset', 'dgx-a100-80gb')}\n  gpus: {row['gpus']}\n"
                 f"  inter_node_gbit_s: {row.get('inter_node_gbit_s', 1600)}\n")
+        for key, value in row.get("cluster", {}).items():  # more of the node's fields, over the preset's
+            f.write(f"  {key}: {value}\n")
         if gpu:
             f.write(f"  gpu: {json.dumps(gpu)}\n")
     start = time.perf_counter()
