@@ -236,6 +236,24 @@ def test_the_python_api_takes_the_graph_and_pinned_routes(tmp_path, monkeypatch)
         Simulation.from_scenario(str(path), topology=dragonfly(per_router=1))
 
 
+def test_exact_numbers_on_edges_time_as_their_floats(tmp_path, monkeypatch):
+    """A graph built with ``Decimal`` or ``Fraction`` figures (the exact numbers a researcher's
+    own code may count in, and which plug-ins' delays take: ``infra.horizon.finite_real``) times
+    as the same figures given as floats: graph edges refused them as not numbers."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, {"topology": ["Switch"], "npus_count": [40], "bandwidth": [1], "latency": [1]},
+                     backend="congestion_aware")
+    exact = dragonfly()
+    for u, v, data in exact.edges(data=True):
+        data["bandwidth_gbps"] = Decimal(str(data["bandwidth_gbps"]))
+        data["latency_ns"] = Fraction(data["latency_ns"])
+    sim = Simulation.from_scenario(str(path), topology=exact)
+    assert max(r.finished_cycles for r in sim.run()) == AWARE_0_39
+
+
 def _broken(kind: str):
     g = dragonfly()
     if kind == "nan":

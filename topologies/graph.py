@@ -41,11 +41,11 @@ network YAML's ``topology: {networkx: pkg.mod:build}``, ``Simulation(..., topolo
 from __future__ import annotations
 
 import heapq
-import math
 import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.infra.horizon import finite_real
 from simpy_astra.topologies.base import BasicTopology
 
 ROUTING_MODES = ("shortest_path", "ecmp", "spray")
@@ -103,7 +103,7 @@ class GraphSpec:
                                         f"nor a switch listed in graph.switches")
 
         def number(value: Any, where: str, strict: bool) -> float:
-            if not _finite(value) or (value <= 0 if strict else value < 0):
+            if not finite_real(value) or (value <= 0 if strict else value < 0):
                 raise GraphSpecError(where, f"must be a finite number {'> 0' if strict else '>= 0'} (got {value!r})")
             return float(value)
 
@@ -279,15 +279,6 @@ class GraphTopology(BasicTopology):
         return sum(lat for _, lat in params), min(bw for bw, _ in params)
 
 
-def _finite(value: Any) -> bool:
-    """A real number a float holds: an int past 1.8e308 (a graph's own code may write any)
-    made ``math.isfinite`` raise OverflowError, an internal error."""
-    try:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    except OverflowError:
-        return False
-
-
 def spec_from_networkx(g: Any, routing: str | None = None,
                        routes: list[list[Any]] | None = None) -> tuple[int, GraphSpec]:
     """(NPU count, :class:`GraphSpec`) of a ``networkx.DiGraph``; :class:`GraphSpecError` names
@@ -335,7 +326,7 @@ def spec_from_networkx(g: Any, routing: str | None = None,
             if key not in data:
                 raise GraphSpecError(where, f"has no {key}; every edge needs {key}, a number {rule} ({unit})")
             value = data[key]
-            if not _finite(value) or (value <= 0 if strict else value < 0):
+            if not finite_real(value) or (value <= 0 if strict else value < 0):
                 raise GraphSpecError(where, f"has {key} {value!r}; it must be a finite number {rule} ({unit})")
         links.append({"between": [names[u], names[v]], "directed": True,
                       "bandwidth": float(data["bandwidth_gbps"]), "latency": float(data["latency_ns"])})
