@@ -247,7 +247,7 @@ def test_exact_numbers_on_edges_time_as_their_floats(tmp_path, monkeypatch):
     path = _scenario(tmp_path, {"topology": ["Switch"], "npus_count": [40], "bandwidth": [1], "latency": [1]},
                      backend="congestion_aware")
     exact = dragonfly()
-    for u, v, data in exact.edges(data=True):
+    for _u, _v, data in exact.edges(data=True):
         data["bandwidth_gbps"] = Decimal(str(data["bandwidth_gbps"]))
         data["latency_ns"] = Fraction(data["latency_ns"])
     sim = Simulation.from_scenario(str(path), topology=exact)
