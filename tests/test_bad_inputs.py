@@ -1183,3 +1183,19 @@ def test_a_plugin_topology_failing_mid_run_is_reported_as_the_users(capsys, monk
 def test_a_mistyped_axis_key(capsys, axis, needle):
     path = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: {axis}}}\n")
     expect_cli_error(capsys, ["sweep", path, "--list", "--no-plots"], path, "network.bandwidth", needle)
+
+
+# -- a key YAML would read as a boolean or null is named as written (yaml-cpp's keys are text)
+@pytest.mark.parametrize("old, new, needle", [
+    ("backend: congestion_unaware", "backend: congestion_unaware\nnull: 3", "field 'null'"),
+    ("backend: congestion_unaware", "backend: congestion_unaware\nTrue: 3", "field 'True'"),
+])
+def test_a_boolean_or_null_key_is_named_as_written(capsys, old, new, needle):
+    path = scenario(DEFAULT.replace(old, new))
+    line = expect_cli_error(capsys, ["run", path], path, needle)
+    assert "None" not in line
+
+
+def test_a_boolean_key_among_network_fields_is_warned_as_written(capsys):
+    path = scenario(DEFAULT.replace("  latency: [500.0]", "  latency: [500.0]\n  false: [5]"))
+    warned_run(capsys, ["run", "--reference-lines", "--quiet", path], "field 'false' is not a network field")

@@ -70,6 +70,10 @@ class ConfigLoader(yaml.SafeLoader):
                     raise yaml.constructor.ConstructorError(
                         None, None, "a YAML merge key (<<) is not supported; write the fields out "
                                     "(aliases such as *name work)", key_node.start_mark)
+                if (isinstance(key_node, yaml.ScalarNode) and key_node.style is None
+                        and key_node.tag in (_CORE + "bool", _CORE + "null")):
+                    key_node.tag = _CORE + "str"  # a key is its text, as yaml-cpp keys are: ``true:`` is
+                    # no field, and its error must name what was written, not Python's True
                 key = self.construct_object(key_node, deep=True)
                 try:
                     if key in seen:
