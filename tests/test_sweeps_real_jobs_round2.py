@@ -234,3 +234,24 @@ def test_a_constraint_on_a_flag_the_arguments_leave_unset_names_it_and_the_fix(t
     assert "'ffn_hidden_size >= 4096' cannot be evaluated: ffn_hidden_size has no value at this point (the " \
            "arguments leave --ffn-hidden-size unset, to a default Megatron derives; give --ffn-hidden-size in the " \
            "base's args or on an axis)" in err
+
+
+def test_a_forced_algorithm_nccl_has_no_broadcast_by_is_listed_invalid_before_it_runs(tmp_path, capsys):
+    """NCCL runs a broadcast by its ring alone (tuning.cc; 2.24 on, a forced algorithm with none
+    stops it): a job with tp 2 broadcasts its batch over each tp group, so under a forced tree
+    it stops there, while at tp 1 it broadcasts nothing and runs (its all-reduces have the
+    tree). ``--list`` showed such points as points to run, and each ran to an invalid row."""
+    path = megatron_sweep(tmp_path, {"cluster.nccl_algo": ["ring", "tree"],
+                                     "workload.args.tensor-model-parallel-size": {"values": [1, 2], "as": "tp"}})
+    assert sweep_main([path, "--list"]) == 0
+    lines = plain(capsys.readouterr().out).splitlines()
+    marked = {line.split(" ", 1)[1].replace("  invalid", "").strip(): line.endswith("invalid")
+              for line in lines if len(line.split(" ", 1)[0]) == 12 and line[:12].isalnum()}
+    assert marked == {"nccl_algo=ring tp=1": False, "nccl_algo=ring tp=2": False, "nccl_algo=tree tp=1": False,
+                      "nccl_algo=tree tp=2": True}
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--no-plots"]) == 0
+    rows = {(r["cluster.nccl_algo"], r["workload.args.tensor-model-parallel-size"]): r
+            for r in csv.DictReader((tmp_path / "out" / "results.csv").open())}
+    assert rows[("tree", "2")]["status"] == "invalid"
+    assert "NCCL runs broadcasts by its ring alone" in rows[("tree", "2")]["error"]
+    assert rows[("tree", "1")]["status"] == rows[("ring", "2")]["status"] == "ok"

@@ -50,12 +50,33 @@ def point_job(scenario: dict[str, Any], where: str, clusters: ClusterLoads | Non
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         return None
-    nodes = _loaded(cluster, where, ClusterLoads() if clusters is None else clusters)
+    clusters = ClusterLoads() if clusters is None else clusters
+    nodes = _loaded(cluster, where, clusters)
     per_node = nodes[1] if isinstance(nodes, tuple) else None
     try:
-        return PointJob(parse(args, gpus, f"{where}: workload.args", f"{where}: cluster.gpus", per_node), None, nodes)
+        job = parse(args, gpus, f"{where}: workload.args", f"{where}: cluster.gpus", per_node)
     except InputError as exc:  # an invalid layout too (InvalidConfigurationError is one)
         return PointJob(None, exc.with_traceback(None), nodes)  # not its parser's frames
+    stop = _broadcast_stop(job, clusters.load(cluster), where)
+    return PointJob(None, stop, nodes) if stop is not None else PointJob(job, None, nodes)
+
+
+def _broadcast_stop(job: MegatronJob, loaded: Any, where: str) -> InvalidConfigurationError | None:
+    """Where the cluster forces an algorithm NCCL has no broadcast by (all but the ring), NCCL's
+    refusal of the job's first batch broadcast (``get_batch`` broadcasts over each tp group of
+    two or more GPUs), in the words its run stops with: the run is refused as Megatron's rules
+    refuse a point, so ``--list`` marks it and it never runs (it ran to that row)."""
+    from simpy_astra.engine.nccl_names import BROADCAST  # deferred, with the cluster's loader
+
+    if job.tp < 2 or isinstance(loaded, InputError) or loaded.nccl_algo is None:  # NCCL's choice: the ring
+        return None
+    timer = loaded.nccl_all_reduce()
+    name = f"batch.{'sizes' if job.legacy else 'tokens'}.broadcast"
+    try:
+        timer.algorithm(timer.shape(tuple(range(job.tp))), 1, BROADCAST, name)
+    except InvalidConfigurationError as exc:
+        return InvalidConfigurationError(f"{where}: {exc.message}", exc.rule)
+    return None
 
 
 def _loaded(cluster: dict[str, Any], where: str, clusters: ClusterLoads) -> LoadedNodes:
