@@ -146,13 +146,20 @@ class CollectivePlanner:
         return cfg.custom_implementations.get(kind)
 
     def collective_plan(self, system: SystemLayer, groups: dict[int, CommunicatorGroup], source: str,
-                        kind: str, pg_name: str, node_id: int,
-                        customs: bool = True) -> tuple[CollectivePlan, str | None]:
+                        kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
         """Which algorithm(s) and which NPUs a collective node runs on, for the NPU whose
         system layer is ``system``, whose communicator groups are ``groups`` and whose trace
-        is ``source`` (for errors); ``customs`` False: the system's plan whatever custom
-        collective it gives ``kind`` or the node (for NCCL's broadcast, on its all-gather's NPUs)."""
-        custom = self._custom_for(kind, node_id) if customs else None
+        is ``source`` (for errors), and the custom collective that runs it, if any."""
+        return self._plan(system, groups, source, kind, pg_name, node_id, self._custom_for(kind, node_id))
+
+    def system_plan(self, system: SystemLayer, groups: dict[int, CommunicatorGroup], source: str,
+                    kind: str, pg_name: str, node_id: int) -> CollectivePlan:
+        """:meth:`collective_plan`'s plan of the system's own algorithms, whatever custom collective
+        it gives ``kind`` or the node: the NPUs NCCL's broadcast runs on (its all-gather's)."""
+        return self._plan(system, groups, source, kind, pg_name, node_id, None)[0]
+
+    def _plan(self, system: SystemLayer, groups: dict[int, CommunicatorGroup], source: str,
+              kind: str, pg_name: str, node_id: int, custom: str | None) -> tuple[CollectivePlan, str | None]:
         npu_id = system.npu_id
         if pg_name in ("", "0"):
             if custom is not None:

@@ -88,8 +88,11 @@ class NpuCommunication(CommunicatingPart):
         """Collective node ``node``'s plan, custom collective and involved dimensions as ``kind``'s;
         ``timed``: the collective NCCL times on ``kind``'s NPUs instead, whatever custom collective
         the system gives ``kind`` (named in errors)."""
-        plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind,
-                                                             node.get_str("pg_name", ""), node.id, not timed)
+        planner, pg = self.services.planner, node.get_str("pg_name", "")
+        if timed:
+            plan, custom = planner.system_plan(self.system, self.groups, self.source, kind, pg, node.id), None
+        else:
+            plan, custom = planner.collective_plan(self.system, self.groups, self.source, kind, pg, node.id)
         return plan, custom, self._involved(node, kind, plan, custom, timed)
 
     def _involved(self, node, kind: str, plan, custom, timed: str = "") -> list[bool]:
