@@ -430,8 +430,13 @@ def _scheduler_kept(exc: Exception, client: Any, finished: int, total: int) -> N
     """Nothing where ``exc`` is the point's own failure; an error where the sweep lost its
     scheduler: every point left was recorded as failed ('FutureCancelledError ... scheduler-
     connection-lost', exit 0), and a resumed sweep ran none of them again without
-    --retry-failed. The points left keep no row, so running the sweep again runs them."""
-    if getattr(exc, "reason", None) != "scheduler-connection-lost" and client.status == "running":
+    --retry-failed. The points left keep no row, so running the sweep again runs them. A point
+    whose result was being gathered as the scheduler went fails with the closed connection
+    (CommClosedError) before the client sees it gone: the scheduler's loss too, not the point's."""
+    from distributed.comm import CommClosedError
+
+    lost = getattr(exc, "reason", None) == "scheduler-connection-lost" or isinstance(exc, CommClosedError)
+    if not lost and client.status == "running":
         return
     raise InputError(f"--cluster: the sweep lost its Dask scheduler after {finished} of {total} points (their rows "
                      f"are kept); start the scheduler and its workers again, and run the same command to run the "
