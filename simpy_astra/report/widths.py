@@ -135,9 +135,9 @@ def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, in
     word longer than a line broken in it), ``tail`` whole after the last word: a plain line is
     read once, so nothing is cut ("...") from it (two points of a sweep whose last coordinates
     were cut read alike)."""
-    for head in heads:
-        if text_width(head) + text_width(tail) <= first_room:
-            return [head + tail]
+    whole = fitting(heads, tail, first_room)
+    if whole is not None:
+        return [whole]
     # greedy, a word at a time, counted by columns (textwrap glued the line's start to the
     # first word, and cut a coordinate that did not fit beside it though a line held it whole)
     words, lines, line = heads[-1].split(), [], ""
@@ -159,19 +159,26 @@ def fit_wrapped(heads: Sequence[str], tail: str, width: int, first_room: int, in
     return [*lines, line + tail]
 
 
+def fitting(heads: Sequence[str], tail: str, width: int) -> str | None:
+    """The first of ``heads`` (the most telling first) whole beside ``tail`` within ``width``
+    columns, with it; None where none fits: the one rule of :func:`first_fitting`,
+    :func:`fit_first` and :func:`fit_wrapped`, which differ in what they do then."""
+    tail_width = text_width(tail)
+    return next((head + tail for head in heads if text_width(head) + tail_width <= width), None)
+
+
 def first_fitting(wordings: Sequence[str], width: int = PLAIN_WIDTH) -> str:
     """The first of a line's ``wordings`` (the fullest first) within ``width`` columns, else
     the last: a headline said in fewer words where its figures would pass 80 columns."""
-    return next((w for w in wordings if text_width(w) <= width), wordings[-1])
+    whole = fitting(wordings, "", width)
+    return wordings[-1] if whole is None else whole
 
 
 def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
-    """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
-    telling first), else the last cut by :func:`fit_words`."""
-    for head in heads:
-        if text_width(head) + text_width(tail) <= width:
-            return head + tail
-    return fit_words(heads[-1], tail, width)
+    """The first of ``heads`` that fits whole beside ``tail`` within ``width``, else the last
+    cut by :func:`fit_words`."""
+    whole = fitting(heads, tail, width)
+    return fit_words(heads[-1], tail, width) if whole is None else whole
 
 
 def column_blocks(widths: Sequence[int], key: int, fits: Callable[[list[int]], bool]) -> list[list[int]]:
