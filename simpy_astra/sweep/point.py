@@ -107,9 +107,17 @@ def freeze_worker_heap() -> None:
     gc.freeze()
 
 
-#: a Dask worker's points in flight, and whether its heap is frozen (:func:`heap_frozen_first`)
-_points = {"running": 0, "frozen": False}
-_points_lock = threading.Lock()
+class _WorkerHeap:
+    """A Dask worker's points in flight and whether its heap is frozen (:func:`heap_frozen_first`):
+    one per process, as the heap is."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.frozen = False
+
+
+_WORKER_HEAP = _WorkerHeap()
 
 
 @contextmanager
@@ -120,17 +128,18 @@ def heap_frozen_first() -> Iterator[None]:
     one being built would be frozen with it), so that each point's collection scans only what
     points made, as in the pool. What it holds then is the pool's own frozen heap: the modules,
     Dask's, the point's inputs (acyclic: freed when their last reference goes)."""
-    with _points_lock:
-        if not _points["frozen"] and _points["running"] == 0:
+    heap = _WORKER_HEAP
+    with heap.lock:
+        if not heap.frozen and heap.running == 0:
             if gc.get_freeze_count() == 0:  # (a pool worker's heap is frozen already)
                 freeze_worker_heap()
-            _points["frozen"] = True
-        _points["running"] += 1
+            heap.frozen = True
+        heap.running += 1
     try:
         yield
     finally:
-        with _points_lock:
-            _points["running"] -= 1
+        with heap.lock:
+            heap.running -= 1
 
 
 @contextmanager
