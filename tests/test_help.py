@@ -52,6 +52,20 @@ def test_every_help_line_fits_80_columns(capsys, monkeypatch, argv):
     assert not long, long
 
 
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a) or "top")
+def test_every_help_line_fits_a_40_column_terminal(capsys, monkeypatch, argv):
+    """At COLUMNS=40 (the narrowest argparse is told) every line fits but a word no line can
+    hold and nothing may cut: one of Megatron's flag names (``--check-weight-hash-across-dp-
+    replicas-interval``) alone on its line. Before: comments set at column 35 went one word a
+    line past the edge, usage lines under a long prog, paths, lists of choices, the kinds'
+    table (80 columns whatever the terminal) and the overview's usage ran past it."""
+    monkeypatch.setenv("COLUMNS", "40")
+    text = help_of(capsys, *argv)
+    long = [line for line in text.splitlines()
+            if len(line) > 40 and not re.fullmatch(r"--[a-z0-9-]+,?", line.strip())]
+    assert not long, long
+
+
 @pytest.mark.parametrize("argv", [["calibrate"], ["validate"]])
 def test_a_long_list_of_choices_is_spelled_out_in_the_flags_help(capsys, monkeypatch, argv):
     from simpy_astra.network import BACKENDS

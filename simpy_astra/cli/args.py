@@ -229,14 +229,40 @@ def fit_width(text: str, width: int) -> str:
         code, sep, comment = line.partition("  # ")
         if sep and code.strip():
             out += fit_width(code.rstrip(), width).splitlines()
-            out += textwrap.wrap(comment.strip(), width, initial_indent=indent + "    # ",
-                                 subsequent_indent=indent + "    # ", break_long_words=False,
-                                 break_on_hyphens=False)
+            hang = _room_for(indent + "    ", comment.split(), width - 2) + "# "
+            out += textwrap.wrap(comment.strip(), width, initial_indent=hang, subsequent_indent=hang,
+                                 break_long_words=False, break_on_hyphens=False)
             continue
+        words = [piece for word in line.split() for piece in _path_pieces(word, width)]
+        indent = _room_for(indent, words, width - 4)
         rest = indent + ("# " if line.lstrip().startswith("# ") else "    " if indent else "")
-        out += textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=rest,
+        out += textwrap.wrap(" ".join(words), width, initial_indent=indent, subsequent_indent=rest,
                              break_long_words=False, break_on_hyphens=False)
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def _room_for(indent: str, words: list[str], width: int) -> str:
+    """``indent``, or as much of it as leaves the longest of ``words`` room within ``width``:
+    a comment set at column 35, a usage line under a long prog, on a 40-column terminal."""
+    return indent[: max(0, width - max(map(len, words), default=0))]
+
+
+def _path_pieces(word: str, width: int) -> list[str]:
+    """``word``, or a path or a list of choices longer than a line broken after its slashes or
+    commas into pieces that fit (``../workloads/examples/`` then ``all_reduce/...``); any other
+    long word (a flag's name) whole."""
+    room = width - 8  # a continuation's indentation
+    mark = next((m for m in "/," if m in word), None)
+    if len(word) <= room or mark is None:
+        return [word]
+    pieces, piece = [], ""
+    for part in word.split(mark):
+        if piece and len(piece) + len(part) + 1 > room:
+            pieces.append(piece + mark)
+            piece = part
+        else:
+            piece = f"{piece}{mark}{part}" if piece else part
+    return [*pieces, piece]
 
 
 def plain(text: str) -> str:
@@ -265,14 +291,22 @@ def module_summary(module: str) -> str:
 
 def kinds_help(command: str, noun: str, kinds: dict[str, str]) -> str:
     """``generate --help`` / ``convert --help``: each kind (name -> module) with what it does."""
+    import shutil
     import textwrap
 
+    columns = min(80, max(40, shutil.get_terminal_size().columns))  # as argparse's help: the terminal's
     width = max(map(len, kinds))
+    beside = columns - width - 4 >= 24  # what a kind does beside its name, or below it on a narrow terminal
     lines = [f"usage: simpy-astra {command} {noun.upper()} [FLAGS]", "", f"{noun}s:"]
-    lines += [textwrap.fill(module_summary(module), 80, initial_indent=f"  {name:<{width}}  ",
-                            subsequent_indent=" " * (width + 4), break_on_hyphens=False) for name, module in kinds.items()]
+    for name, module in kinds.items():
+        if beside:
+            lines.append(textwrap.fill(module_summary(module), columns, initial_indent=f"  {name:<{width}}  ",
+                                       subsequent_indent=" " * (width + 4), break_on_hyphens=False))
+        else:
+            lines += [f"  {name}", textwrap.fill(module_summary(module), columns, initial_indent="      ",
+                                                 subsequent_indent="      ", break_on_hyphens=False)]
     lines += ["", f"Each {noun} has its own --help (e.g. simpy-astra {command} {next(iter(kinds))} --help)."]
-    return "\n".join(lines)
+    return fit_width("\n".join(lines), columns)
 
 
 def log_parser(command: str, description: str, network_help: str, system_help: str, out_help: str,

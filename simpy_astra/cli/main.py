@@ -87,9 +87,10 @@ def overview() -> str:
     lines += fill(f"{DEBUG_FLAG} (any command): the traceback of an error raised by your plugin code.")
     lines += ["--version: print the version and stop.", ""]
     lines += fill("ASTRA-sim's flag form (its binary's flags: scripts switch by changing the path):") + [""]
+    from simpy_astra.cli.args import fit_width
     from simpy_astra.cli.run import astra_help
 
-    return "\n".join(lines) + "\n" + astra_help()
+    return fit_width("\n".join(lines), max(columns, 40)) + "\n" + astra_help()
 
 
 def version_line() -> str:
